@@ -1,0 +1,83 @@
+"""Compare what the student returned with the reference, in a fixed order, each failure with its own message.
+
+missing -> wrong type -> wrong shape -> wrong dtype kind -> non-finite values -> values
+(the order of PrairieLearn's check_numpy_array_allclose). ``message`` has the numbers; ``hint`` is safe to
+show for hidden checks (no inputs, no expected values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grader.execute.values import Returned
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    category: str  # missing, type, shape, dtype, nonfinite, values
+    message: str
+    hint: str
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]" if shape else "[]"
+
+
+def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
+                   rtol: float = 1e-4, atol: float = 1e-5) -> Mismatch | None:
+    """None when ``got`` is a plain torch tensor equal to ``expected`` within ``atol + rtol * |expected|``."""
+    if got is None:
+        return Mismatch("missing", f"{label} is missing", f"{label} is missing")
+    if not got.is_tensor:
+        if got.kind == "tensor_subclass":
+            text = f"{label} is a {got.type_name}, a subclass of torch.Tensor; return a plain torch.Tensor"
+        elif got.kind == "ndarray":
+            text = f"{label} is a NumPy array; return a torch.Tensor"
+        else:
+            text = f"{label} should be a torch.Tensor, but it is {got.describe()}"
+        hint = f"{label} is not a torch.Tensor (it is a {got.type_name})"
+        return Mismatch("type", text, hint)
+    if got.shape != expected.shape:
+        return Mismatch("shape", f"{label} has shape {got.shape}, expected {expected.shape}",
+                        f"{label} has the wrong shape")
+    if got.array is None:
+        return Mismatch("dtype", f"{label} has dtype {got.dtype}, which the grader cannot compare",
+                        f"{label} has dtype {got.dtype}")
+    actual = got.array
+    if expected.dtype.kind == "f" and actual.dtype.kind != "f":
+        text = f"{label} has dtype {got.dtype}; expected a floating-point tensor"
+        return Mismatch("dtype", text, text)
+    actual = actual.astype(np.float64)
+    expected = expected.astype(np.float64)
+    bad_finite = ~np.isfinite(actual) & np.isfinite(expected)
+    if bad_finite.any():
+        first = int(np.flatnonzero(bad_finite)[0])
+        kind = "NaN" if np.isnan(actual.flat[first]) else "inf"
+        count = int(bad_finite.sum())
+        return Mismatch("nonfinite",
+                        f"{label} has {count} non-finite value{'s' if count > 1 else ''} where the reference is "
+                        f"finite ({kind} at {_index(first, expected.shape)})",
+                        f"{label} contains NaN or inf")
+    with np.errstate(invalid="ignore"):
+        error = np.abs(actual - expected)
+        error[np.isnan(error) & (np.isnan(actual) == np.isnan(expected))] = 0.0
+        bad = ~(error <= atol + rtol * np.abs(expected))
+    if not bad.any():
+        return None
+    count, size = int(bad.sum()), expected.size
+    worst = int(np.argmax(np.where(bad, error, -1.0)))
+    # Relative error only where the reference is not (close to) zero: masked weights are exactly 0.
+    sizable = bad & (np.abs(expected) >= 1e-3)
+    relative = ""
+    if sizable.any():
+        relative = f"; largest relative error {float((error[sizable] / np.abs(expected[sizable])).max()):.2g}"
+    share = f"{count} of {size} entries ({100 * count / size:.0f}%)"
+    return Mismatch(
+        "values",
+        f"{label} differs from the reference in {share}: largest error {error.flat[worst]:.3g} at "
+        f"{_index(worst, expected.shape)} (got {actual.flat[worst]:.4g}, expected {expected.flat[worst]:.4g})"
+        f"{relative}",
+        f"{label} differs from the reference in {100 * count / size:.0f}% of entries",
+    )

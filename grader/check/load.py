@@ -1,0 +1,50 @@
+"""Load an assignment's checks from ``solutions/<name>/`` (a package: checks.py, references, provided code)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+from grader.check.spec import Assignment
+from grader.errors import ConfigurationError
+from grader.layout import SOLUTIONS_DIR
+
+PACKAGE = "_grader_solutions"
+
+
+def load_solution_module(name: str, module: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> types.ModuleType:
+    """Import ``solutions_dir/name/module.py`` as part of the assignment's package (relative imports work)."""
+    folder = solutions_dir / name
+    if not (folder / "__init__.py").is_file():
+        available = sorted(p.name for p in solutions_dir.iterdir() if (p / "__init__.py").is_file()) \
+            if solutions_dir.is_dir() else []
+        raise ConfigurationError(f"no assignment {name!r} in {solutions_dir} (available: {', '.join(available)})")
+    if PACKAGE not in sys.modules:
+        root = types.ModuleType(PACKAGE)
+        root.__path__ = []
+        sys.modules[PACKAGE] = root
+    package = f"{PACKAGE}.{name}"
+    existing = sys.modules.get(package)
+    if existing is None or Path(existing.__file__ or "").parent != folder.resolve():
+        spec = importlib.util.spec_from_file_location(package, folder.resolve() / "__init__.py",
+                                                      submodule_search_locations=[str(folder.resolve())])
+        assert spec is not None and spec.loader is not None
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[package] = loaded
+        spec.loader.exec_module(loaded)
+        for stale in [m for m in sys.modules if m.startswith(package + ".")]:
+            del sys.modules[stale]
+    return importlib.import_module(f"{package}.{module}")
+
+
+def load_assignment(name: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> Assignment:
+    checks = load_solution_module(name, "checks", solutions_dir=solutions_dir)
+    assignment = getattr(checks, "ASSIGNMENT", None)
+    if not isinstance(assignment, Assignment):
+        raise ConfigurationError(f"{solutions_dir / name / 'checks.py'} does not define ASSIGNMENT = Assignment(...)")
+    assignment.folder = (solutions_dir / name).resolve()
+    assignment.validate()
+    return assignment

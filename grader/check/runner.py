@@ -1,0 +1,190 @@
+"""Run an assignment's checks against one submission: one fork of the loaded code per question.
+
+A check that times out or kills the process costs only that check: the runner starts the submission again and
+goes on with the next one. Questions graded with a reference (``graded_with_reference``) are, when the owning
+question lost points, also run with the student's own code, so the report can say what the reference changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from grader.check.context import CheckContext
+from grader.check.seeds import check_seed
+from grader.check.spec import Assignment, CheckSpec, Question
+from grader.discover.program import Program
+from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
+from grader.execute.limits import Limits
+from grader.execute.process import LoadedUnit, StudentProcess
+from grader.execute.student import StudentCode
+from grader.results import (
+    CRASHED,
+    ERROR,
+    FAILED,
+    INTERNAL,
+    NOT_RUN,
+    PASSED,
+    PUBLIC,
+    TIMEOUT,
+    CheckResult,
+    QuestionResult,
+)
+
+
+@dataclass
+class _QuestionRun:
+    checks: list[CheckResult] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+
+
+def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
+    return CheckResult(check.id, check.question, check.title, check.visibility, NOT_RUN, 0.0, check.points,
+                       reason, reason, seed)
+
+
+class SubmissionRunner:
+    def __init__(self, *, assignment: Assignment, student: str, program: Program, limits: Limits,
+                 device: str = "cpu") -> None:
+        self.assignment = assignment
+        self.student = student
+        self.program = program
+        self.limits = limits
+        self.device = device
+        self.deadline = time.monotonic() + limits.submission_seconds
+        self.process: StudentProcess | None = None
+        self.units: list[LoadedUnit] = []
+        self.hello: dict = {}
+        self.restarts = 0
+        self.internal_errors = 0
+        self._provided_source = assignment.provided_source()
+
+    # ----- process ---------------------------------------------------------------------------------------------
+    def load(self) -> list[LoadedUnit]:
+        """Start the student's process and run the program; raises CallTimedOut or ProcessDied."""
+        self.close()
+        self.process = StudentProcess(limits=self.limits, deadline=self.deadline)
+        self.hello = self.process.start()
+        units = self.process.load(units=self.program.wire_units(), module_name=self.program.module_name,
+                                  stop_on_exit=self.program.stop_on_exit,
+                                  withheld=self.assignment.withheld_names, device=self.device)
+        if not self.units:
+            self.units = units
+        return units
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+            self.process = None
+
+    def _load_hint(self) -> str:
+        for program_unit, unit in zip(self.program.units, self.units):
+            if unit.status in ("error", "timeout", "exit"):
+                what = "timed out" if unit.status == "timeout" else f"raised {unit.error_type}"
+                return f"{program_unit.label} {what} while loading, which may be why"
+        return ""
+
+    # ----- questions -------------------------------------------------------------------------------------------
+    def grade(self) -> list[QuestionResult]:
+        results: dict[str, QuestionResult] = {}
+        for question in self.assignment.questions:
+            run = self._run_question(question, self.assignment.checks_for(question.id),
+                                     question.graded_with_reference)
+            notes: list[str] = []
+            checks = run.checks
+            if question.graded_with_reference:
+                checks, notes = self._compare_with_own(question, checks, results)
+            results[question.id] = QuestionResult(question.id, question.title, tuple(checks), tuple(notes),
+                                                  run.stdout, run.stderr)
+        return list(results.values())
+
+    def _compare_with_own(self, question: Question, checks: list[CheckResult],
+                          done: dict[str, QuestionResult]) -> tuple[list[CheckResult], list[str]]:
+        names = ", ".join(question.graded_with_reference)
+        owners = sorted({q.id for n in question.graded_with_reference if (q := self.assignment.owner_of(n))})
+        notes = [f"Graded with the reference {names} in place of yours, so a mistake there costs points only in "
+                 f"{', '.join(owners)}."]
+        if all(o in done and done[o].score == done[o].max_score for o in owners):
+            return checks, notes
+        own = self._run_question(question, self.assignment.checks_for(question.id), ())
+        changed = []
+        for with_reference, with_own in zip(checks, own.checks):
+            if with_reference.passed and not with_own.passed:
+                note = f"With your own {names}, this check fails: {with_own.message}"
+                changed.append(dataclasses.replace(with_reference, notes=(*with_reference.notes, note)))
+            else:
+                changed.append(with_reference)
+        if any(c.notes for c in changed):
+            notes.append(f"Using the reference {names} changed the outcome of some checks (marked below).")
+        return changed, notes
+
+    def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str]) -> _QuestionRun:
+        run = _QuestionRun()
+        pending = list(checks)
+        source = self._provided_source if provided else None
+        while pending:
+            if time.monotonic() >= self.deadline:
+                reason = f"not run: the submission used up its time limit ({self.limits.submission_seconds:g} s)"
+                run.checks += [not_run(c, self._seed(c), reason) for c in pending]
+                break
+            if self.process is None or not self.process.alive:
+                try:
+                    self.restarts += 1
+                    self.load()
+                except (CallTimedOut, ProcessDied) as exc:
+                    reason = f"not run: your code could not be started again after an earlier failure ({exc.message})"
+                    run.checks += [not_run(c, self._seed(c), reason) for c in pending]
+                    break
+            process = self.process
+            try:
+                with process.question(provided_source=source, provided_names=provided) as session:
+                    code = StudentCode(session, load_hint=self._load_hint())
+                    while pending:
+                        result = self._run_check(pending.pop(0), code)
+                        run.checks.append(result)
+                        if result.status in (TIMEOUT, CRASHED):
+                            break
+                    if process.alive and not session.ended:
+                        output = session.end()
+                        if output is not None:
+                            run.stdout, run.stderr = run.stdout + output.stdout, run.stderr + output.stderr
+            except (CallTimedOut, ProcessDied):
+                self.close()  # the question's bookkeeping failed, not a check: start again for what is left
+        return run
+
+    def _seed(self, check: CheckSpec) -> int:
+        return check_seed(self.assignment.name, self.student, check.id)
+
+    def _run_check(self, check: CheckSpec, code: StudentCode) -> CheckResult:
+        seed = self._seed(check)
+        public = check.visibility == PUBLIC
+
+        def outcome(status: str, message: str, hint: str, detail: str) -> CheckResult:
+            score = check.points if status == PASSED else 0.0
+            return CheckResult(check.id, check.question, check.title, check.visibility, status, score,
+                               check.points, message if public else hint, detail, seed)
+
+        try:
+            code.seed(seed)
+            check.run(CheckContext(student=code, seed=seed))
+        except WrongAnswer as exc:
+            return outcome(FAILED, exc.message, exc.hint, exc.detail)
+        except StudentRaised as exc:
+            return outcome(ERROR, exc.message, f"your code raised {exc.exc_type}", exc.detail)
+        except CallTimedOut as exc:
+            self.close()
+            return outcome(TIMEOUT, exc.message, exc.message, exc.detail)
+        except ProcessDied as exc:
+            self.close()
+            return outcome(CRASHED, exc.message, exc.message, exc.detail)
+        except ConfigurationError:
+            raise
+        except Exception:
+            self.internal_errors += 1
+            message = "the grader failed on this check (not your fault); your instructor has the details"
+            return outcome(INTERNAL, message, message, traceback.format_exc())
+        return outcome(PASSED, "passed", "passed", "passed")

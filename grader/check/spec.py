@@ -1,0 +1,111 @@
+"""How an assignment is declared in ``solutions/<name>/checks.py``: questions, written answers and checks."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from grader.errors import ConfigurationError
+from grader.execute.limits import Limits
+from grader.results import HIDDEN, PUBLIC
+
+if TYPE_CHECKING:
+    from grader.check.context import CheckContext
+
+CheckFunction = Callable[["CheckContext"], None]
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    title: str
+    defines: tuple[str, ...] = ()  # the names students write for this question
+    # Names replaced by the reference (from the assignment's provided file) while this question is graded, so a
+    # mistake in the question that defines them is not penalised twice.
+    graded_with_reference: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WrittenQuestion:
+    id: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    question: str
+    title: str
+    points: float
+    visibility: str
+    run: CheckFunction = field(compare=False)
+
+
+class Assignment:
+    """An assignment's questions and checks. Checks register with the ``check`` decorator."""
+
+    def __init__(self, *, name: str, title: str, questions: Sequence[Question],
+                 written: Sequence[WrittenQuestion] = (), provided: str | None = None,
+                 limits: Limits | None = None) -> None:
+        self.name = name
+        self.title = title
+        self.questions = tuple(questions)
+        self.written = tuple(written)
+        self.provided = provided  # file in the solutions folder whose names `graded_with_reference` may use
+        self.limits = limits or Limits()
+        self.checks: list[CheckSpec] = []
+        self.folder: Path | None = None  # set by the loader
+
+    def check(self, question: str, *, points: float, visibility: str = PUBLIC,
+              title: str | None = None) -> Callable[[CheckFunction], CheckFunction]:
+        if visibility not in (PUBLIC, HIDDEN):
+            raise ConfigurationError(f"visibility must be {PUBLIC!r} or {HIDDEN!r}, not {visibility!r}")
+
+        def register(function: CheckFunction) -> CheckFunction:
+            # `def q2_random_1d` registers check "q2.random_1d": unique Python names, short ids.
+            name = function.__name__.removeprefix(f"{question}_")
+            doc = inspect.getdoc(function) or name.replace("_", " ")
+            self.checks.append(CheckSpec(f"{question}.{name}", question, title or doc.splitlines()[0],
+                                         float(points), visibility, function))
+            return function
+
+        return register
+
+    def checks_for(self, question_id: str) -> list[CheckSpec]:
+        return [c for c in self.checks if c.question == question_id]
+
+    def owner_of(self, name: str) -> Question | None:
+        return next((q for q in self.questions if name in q.defines), None)
+
+    def provided_source(self) -> str | None:
+        if self.provided is None or self.folder is None:
+            return None
+        return (self.folder / self.provided).read_text(encoding="utf-8")
+
+    @property
+    def withheld_names(self) -> tuple[str, ...]:
+        return tuple(name for q in self.questions for name in q.defines)
+
+    def validate(self) -> None:
+        ids = [c.id for c in self.checks]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ConfigurationError(f"{self.name}: duplicate check ids {duplicates}")
+        question_ids = {q.id for q in self.questions}
+        for check in self.checks:
+            if check.question not in question_ids:
+                raise ConfigurationError(f"{self.name}: check {check.id} names unknown question {check.question}")
+            if check.points <= 0:
+                raise ConfigurationError(f"{self.name}: check {check.id} must be worth more than 0 points")
+        for question in self.questions:
+            if not self.checks_for(question.id):
+                raise ConfigurationError(f"{self.name}: question {question.id} has no checks")
+            for name in question.graded_with_reference:
+                if self.owner_of(name) is None:
+                    raise ConfigurationError(f"{self.name}: {question.id} is graded with the reference {name}, "
+                                             "but no question defines it")
+                if self.provided is None:
+                    raise ConfigurationError(f"{self.name}: {question.id} needs a provided file for {name}")

@@ -1,0 +1,60 @@
+"""Command line: a thin layer over the pipeline. ``grader grade ASSIGNMENT SUBMISSIONS --out OUT``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from grader import __version__
+from grader.errors import GraderError
+from grader.layout import SOLUTIONS_DIR
+from grader.pipeline import grade_class
+from grader.results import SubmissionResult
+
+
+def _print_progress(result: SubmissionResult, done: int, total: int) -> None:
+    status = "" if result.status == "graded" else f"  {result.status}: {result.reason[:80]}"
+    print(f"[{done:>{len(str(total))}}/{total}] {result.student:<28} {result.score:>6g} / {result.max_score:g}"
+          f"  ({result.duration_s:.1f} s){status}", flush=True)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
+                      jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device,
+                      progress=_print_progress)
+    graded = sum(1 for r in run.results if r.status == "graded")
+    print(f"Graded {len(run.results)} submission(s) of {run.assignment}: {graded} ran, "
+          f"{len(run.results) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
+    for skipped in run.skipped:
+        print(f"  skipped {skipped.path}: {skipped.reason}")
+    print(f"Dashboard: {run.dashboard.resolve()}")
+    if run.internal_errors:
+        print(f"error: the grader failed on {run.internal_errors} check(s); see the reports", file=sys.stderr)
+        return 3
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grader", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    grade = commands.add_parser("grade", help="grade every submission in a folder")
+    grade.add_argument("assignment", help="assignment name, a folder in solutions/")
+    grade.add_argument("submissions", help="folder of <student>.ipynb, <student>.py or <student>/ submissions")
+    grade.add_argument("--out", required=True, help="output folder (reports, grades.csv, gradebook.sqlite)")
+    grade.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: CPU count)")
+    grade.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
+    grade.add_argument("--device", default="cpu", help="torch device for student code (cpu, cuda)")
+    grade.set_defaults(run=_grade)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GraderError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code

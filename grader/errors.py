@@ -1,0 +1,61 @@
+"""One exception root, with subclasses by whose fault it is; the CLI turns them into exit codes.
+
+Each carries a student-facing ``message`` and an instructor-facing ``detail``.
+"""
+
+from __future__ import annotations
+
+
+class GraderError(Exception):
+    exit_code = 1
+
+    def __init__(self, message: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail or message
+
+
+class SubmissionError(GraderError):
+    """The student's submission is at fault: it is recorded in their result and never stops the class."""
+
+
+class InvalidSubmission(SubmissionError):
+    """The file cannot be read as a notebook or a Python program."""
+
+
+class StudentRaised(SubmissionError):
+    """Student code raised an exception during a call."""
+
+    def __init__(self, message: str, *, exc_type: str, exc_message: str, traceback: str) -> None:
+        super().__init__(message, f"{message}\n{traceback}".strip())
+        self.exc_type = exc_type
+        self.exc_message = exc_message
+        self.traceback = traceback
+
+
+class CallTimedOut(SubmissionError):
+    """A call into student code ran past its limit; the student's process was killed."""
+
+
+class ProcessDied(SubmissionError):
+    """The student's process ended or broke the protocol while the grader waited for an answer."""
+
+
+class WrongAnswer(SubmissionError):
+    """A check found the student's answer wrong. ``hint`` is the part that is safe to show for hidden checks."""
+
+    def __init__(self, message: str, *, hint: str, detail: str = "") -> None:
+        super().__init__(message, detail or message)
+        self.hint = hint
+
+
+class ConfigurationError(GraderError):
+    """The instructor's assignment, solutions or command line are at fault."""
+
+    exit_code = 2
+
+
+class InfrastructureError(GraderError):
+    """The grader could not do its job on this machine (cannot start Python, disk full, ...)."""
+
+    exit_code = 3

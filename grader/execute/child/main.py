@@ -1,0 +1,317 @@
+"""The student's process: run the submission once, then answer the grader's calls, one fork per question.
+
+Started by the grader as ``python -I main.py READ_FD WRITE_FD LIMITS_JSON``. It imports nothing from the
+``grader`` package: only this folder, NumPy and torch. Everything it sends back is plain data (see wire.py).
+
+Conversation::
+
+    child -> hello
+    grader -> load {units, ...}          child -> loaded {units: [per-cell status, output, error]}
+    grader -> question {provided...}     child forks; the fork answers calls until "end", then exits;
+                                         child -> question_done {exit status of the fork}
+    grader -> exit
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import inspect  # noqa: E402
+import linecache  # noqa: E402
+import random  # noqa: E402
+import resource  # noqa: E402
+import signal  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+# Forked children hang if the parent ran multithreaded torch ops; one thread from the start avoids it.
+torch.set_num_threads(1)
+
+import capture  # noqa: E402
+import stubs  # noqa: E402
+import values  # noqa: E402
+import wire  # noqa: E402
+
+sys.path.remove(HERE)
+
+MAX_MESSAGE = 512 << 20
+
+
+class Channel:
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+
+    def _read_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = os.read(self.read_fd, min(n, 1 << 20))
+            if not chunk:
+                os._exit(0)  # the grader is gone: nothing left to answer
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def recv(self) -> tuple[dict[str, Any], list[bytes]]:
+        return wire.read_message(self._read_exact, max_total=MAX_MESSAGE)
+
+    def send(self, header: dict[str, Any], blobs: list[bytes] | tuple = ()) -> None:
+        view = memoryview(wire.encode_message(header, blobs))
+        while view:
+            written = os.write(self.write_fd, view)
+            view = view[written:]
+
+
+class CellTimeout(BaseException):
+    """Raised by SIGALRM inside a cell that runs past its limit (BaseException so `except Exception` misses it)."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise CellTimeout()
+
+
+def apply_limits(limits: dict[str, int]) -> list[str]:
+    """Set rlimits on this process (and so on everything it starts); return the ones that took effect."""
+    applied = []
+    table = {"memory_bytes": "RLIMIT_AS", "cpu_seconds": "RLIMIT_CPU", "file_bytes": "RLIMIT_FSIZE",
+             "core_bytes": "RLIMIT_CORE"}
+    for key, name in table.items():
+        if key not in limits or not hasattr(resource, name):
+            continue
+        try:
+            resource.setrlimit(getattr(resource, name), (limits[key], limits[key]))
+            applied.append(name)
+        except (ValueError, OSError):
+            pass
+    return applied
+
+
+class Runner:
+    """Runs the submission's code units in one namespace and keeps what the grader needs to call into it."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.filenames: set[str] = set()
+        self.namespace: dict[str, Any] = {}
+        self.device = "cpu"
+
+    # ----- loading -------------------------------------------------------------------------------------------
+    def load(self, request: dict[str, Any]) -> dict[str, Any]:
+        module = types.ModuleType(request["module_name"])
+        sys.modules[request["module_name"]] = module
+        self.namespace = module.__dict__
+        self.namespace["__builtins__"] = __builtins__
+        self.device = request.get("device", "cpu")
+        stubs.install(self.namespace, request.get("withheld", []))
+        signal.signal(signal.SIGALRM, _on_alarm)
+        results = []
+        stopped = False
+        for unit in request["units"]:
+            if stopped:
+                results.append({"status": "skipped", "stdout": None, "stderr": None, "error": None, "notes": []})
+                continue
+            result = self._run_unit(unit, request["unit_seconds"], request["stream_cap"])
+            results.append(result)
+            stopped = result["status"] == "exit" and request.get("stop_on_exit", False)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        return {"op": "loaded", "units": results}
+
+    def _run_unit(self, unit: dict[str, Any], seconds: float, cap: int) -> dict[str, Any]:
+        filename = unit["filename"]
+        self.filenames.add(filename)
+        source = unit["source"]
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        out, err = capture.CappedStream("stdout", cap), capture.CappedStream("stderr", cap)
+        saved = sys.stdout, sys.stderr
+        notes_before = len(stubs.NOTES)
+        status, error = "ok", None
+        try:
+            sys.stdout, sys.stderr = out, err
+            try:
+                code = compile("\n" * (unit.get("first_line", 1) - 1) + source, filename, "exec", dont_inherit=True)
+                signal.setitimer(signal.ITIMER_REAL, seconds)
+                try:
+                    exec(code, self.namespace)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+            except CellTimeout:
+                status = "timeout"
+                error = {"type": "Timeout", "message": f"stopped after {seconds:g} s", "traceback": ""}
+            except SystemExit as exc:
+                status = "exit"
+                error = {"type": "SystemExit", "message": f"exit code {exc.code!r}", "traceback": ""}
+            except BaseException as exc:  # a cell that raises does not stop the cells after it
+                status = "error"
+                error = self.describe_exception(exc)
+        except CellTimeout:  # the alarm fired between exec() returning and the timer being cleared
+            pass
+        finally:
+            sys.stdout, sys.stderr = saved
+        return {"status": status, "stdout": out.snapshot(), "stderr": err.snapshot(), "error": error,
+                "notes": stubs.NOTES[notes_before:]}
+
+    def describe_exception(self, exc: BaseException) -> dict[str, Any]:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in self.filenames]
+        lines = traceback.format_list(frames) if frames else []
+        try:
+            message = str(exc)
+        except BaseException:
+            message = "<unprintable message>"
+        where = [frames[-1].filename, frames[-1].lineno, frames[-1].name, frames[-1].line or ""] if frames else None
+        return {"type": values.type_name(exc), "message": message[:2000],
+                "traceback": "".join(lines)[-4000:], "where": where}
+
+    # ----- one question, in a fork -----------------------------------------------------------------------------
+    def serve_question(self, request: dict[str, Any]) -> None:
+        out = capture.CappedStream("stdout", request["stream_cap"])
+        err = capture.CappedStream("stderr", request["stream_cap"])
+        sys.stdout, sys.stderr = out, err
+        refs: dict[int, Any] = {}
+        if request.get("provided_source"):
+            self.filenames.add("<reference>")
+            provided_ns: dict[str, Any] = {"__name__": "reference"}
+            exec(compile(request["provided_source"], "<reference>", "exec"), provided_ns)
+            stubs.provide(self.namespace, {name: provided_ns[name] for name in request["provided_names"]})
+        while True:
+            header, blobs = self.channel.recv()
+            if header.get("op") == "end":
+                self.channel.send({"op": "ended", "stdout": out.snapshot(), "stderr": err.snapshot(),
+                                   "notes": list(stubs.NOTES)})
+                os._exit(0)
+            reply_blobs: list[bytes] = []
+            try:
+                reply = self.handle(header, blobs, reply_blobs, refs)
+                reply["ok"] = True
+            except BaseException as exc:  # SystemExit from a student's forward is an error, not an exit
+                reply, reply_blobs = {"ok": False, "error": self.describe_exception(exc)}, []
+            self.channel.send(reply, reply_blobs)
+
+    def handle(self, header: dict[str, Any], blobs: list[bytes], out: list[bytes], refs: dict[int, Any]) -> dict:
+        op = header["op"]
+
+        def args() -> tuple[list[Any], dict[str, Any]]:
+            positional = [values.decode(a, blobs, refs, self.device) for a in header.get("args", [])]
+            keyword = {k: values.decode(a, blobs, refs, self.device) for k, a in header.get("kwargs", {}).items()}
+            return positional, keyword
+
+        if op == "seed":
+            seed = int(header["seed"])
+            torch.manual_seed(seed)
+            np.random.seed(seed % 2**32)
+            random.seed(seed)
+            return {}
+        if op == "describe":
+            return self.describe(header["name"])
+        if op == "call":
+            positional, keyword = args()
+            return {"value": values.encode(self.namespace[header["name"]](*positional, **keyword), out)}
+        if op == "new":
+            cls = self.namespace[header["name"]]
+            keyword = dict(header["kwargs"])
+            named = _named_parameters(cls)
+            keyword.update({k: v for k, v in header.get("optional", {}).items() if k in named})
+            obj = cls(**keyword)
+            if isinstance(obj, torch.nn.Module):
+                obj.to(self.device)
+            refs[len(refs) + 1] = obj
+            return {"ref": len(refs), "type": values.type_name(obj), "passed": sorted(keyword)}
+        obj = refs[header["ref"]]
+        if op == "invoke":
+            positional, keyword = args()
+            return {"value": values.encode(obj(*positional, **keyword), out)}
+        if op == "method":
+            positional, keyword = args()
+            return {"value": values.encode(getattr(obj, header["method"])(*positional, **keyword), out)}
+        if op == "get":
+            if not hasattr(obj, header["attr"]):
+                return {"exists": False}
+            return {"exists": True, "value": values.encode(getattr(obj, header["attr"]), out)}
+        if op == "params":
+            return {"params": [
+                {"name": name, "lazy": isinstance(p, torch.nn.parameter.UninitializedParameter),
+                 "shape": None if isinstance(p, torch.nn.parameter.UninitializedParameter) else list(p.shape)}
+                for name, p in obj.named_parameters()]}
+        if op == "set_params":
+            for name, blob in zip(header["names"], blobs):
+                _set_parameter(obj, name, torch.from_numpy(wire.decode_array(blob).copy()), self.device)
+            return {}
+        raise ValueError(f"unknown operation {op!r}")
+
+    def describe(self, name: str) -> dict[str, Any]:
+        if name not in self.namespace:
+            return {"exists": False}
+        obj = self.namespace[name]
+        info: dict[str, Any] = {"exists": True, "type": values.type_name(obj), "callable": callable(obj),
+                                "is_class": isinstance(obj, type)}
+        if isinstance(obj, type):
+            info["is_module"] = issubclass(obj, torch.nn.Module)
+        try:
+            info["params"] = sorted(_named_parameters(obj))
+        except (TypeError, ValueError):
+            info["params"] = None
+        return info
+
+
+def _named_parameters(obj: Any) -> set[str]:
+    """Names a caller may pass by keyword (``**kwargs`` does not count: it goes to nn.Module)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name for p in inspect.signature(obj).parameters.values() if p.kind in kinds}
+
+
+def _set_parameter(module: torch.nn.Module, name: str, value: torch.Tensor, device: str) -> None:
+    try:
+        param = module.get_parameter(name)
+    except AttributeError as exc:
+        raise AttributeError(f"cannot set parameter {name}: {exc}") from None
+    if isinstance(param, torch.nn.parameter.UninitializedParameter):
+        owner = module.get_submodule(name.rpartition(".")[0])
+        if isinstance(owner, torch.nn.LazyLinear) and name.endswith("weight") and value.dim() == 2:
+            # Initialise the whole layer (its bias too) as its first forward would, then overwrite the weight.
+            owner.initialize_parameters(torch.zeros(1, value.shape[1], device=device))
+            param = module.get_parameter(name)
+        else:
+            param.materialize(tuple(value.shape), device=device, dtype=torch.float32)
+    elif tuple(param.shape) != tuple(value.shape):
+        raise ValueError(
+            f"parameter {name} has shape {tuple(param.shape)}, but the assignment specifies {tuple(value.shape)}")
+    with torch.no_grad():
+        param.copy_(value.to(device=device, dtype=param.dtype))
+
+
+def main() -> None:
+    read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
+    limits = json.loads(sys.argv[3])
+    applied = apply_limits(limits)
+    channel = Channel(read_fd, write_fd)
+    channel.send({"op": "hello", "pid": os.getpid(), "torch": torch.__version__, "numpy": np.__version__,
+                  "python": sys.version.split()[0], "rlimits": applied})
+    runner = Runner(channel)
+    while True:
+        header, _ = channel.recv()
+        op = header.get("op")
+        if op == "load":
+            channel.send(runner.load(header))
+        elif op == "question":
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    runner.serve_question(header)
+                finally:
+                    os._exit(70)
+            _, status = os.waitpid(pid, 0)
+            channel.send({"op": "question_done", "exit_code": os.waitstatus_to_exitcode(status)})
+        else:
+            os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

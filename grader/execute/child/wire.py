@@ -1,0 +1,99 @@
+"""Framing between the grader and the student's process: JSON headers and `.npy` blobs, never pickle.
+
+This module is imported by the grader (as ``grader.execute.child.wire``) and by the child runtime (as ``wire``,
+from its own folder), so it imports nothing but the standard library and NumPy.
+
+A message is: ``!II`` (length of the JSON header, number of blobs), the UTF-8 JSON header, then each blob as
+``!Q`` length + bytes. Readers enforce size limits from the length fields before reading the bytes they announce.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+HEAD = struct.Struct("!II")
+BLOB = struct.Struct("!Q")
+
+
+class WireError(Exception):
+    """The other side sent something that is not a well-formed message within the limits."""
+
+
+def encode_message(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> bytes:
+    body = json.dumps(header, separators=(",", ":"), allow_nan=True).encode("utf-8")
+    parts = [HEAD.pack(len(body), len(blobs)), body]
+    for blob in blobs:
+        parts.append(BLOB.pack(len(blob)))
+        parts.append(blob)
+    return b"".join(parts)
+
+
+def read_message(
+    read_exact: Callable[[int], bytes],
+    *,
+    max_header: int = 8 << 20,
+    max_blobs: int = 256,
+    max_total: int = 256 << 20,
+) -> tuple[dict[str, Any], list[bytes]]:
+    """Read one message through ``read_exact(n)``, which returns exactly n bytes or raises."""
+    header_len, n_blobs = HEAD.unpack(read_exact(HEAD.size))
+    if header_len > max_header:
+        raise WireError(f"message header of {header_len} bytes exceeds the limit of {max_header}")
+    if n_blobs > max_blobs:
+        raise WireError(f"message carries {n_blobs} arrays, more than the limit of {max_blobs}")
+    try:
+        header = json.loads(read_exact(header_len).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise WireError(f"message header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise WireError("message header is not a JSON object")
+    blobs: list[bytes] = []
+    total = header_len
+    for _ in range(n_blobs):
+        (size,) = BLOB.unpack(read_exact(BLOB.size))
+        total += size
+        if total > max_total:
+            raise WireError(f"message is larger than the limit of {max_total >> 20} MiB")
+        blobs.append(read_exact(size))
+    return header, blobs
+
+
+def encode_array(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, np.ascontiguousarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def array_header(blob: bytes) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype announced by a `.npy` blob, read without touching its data."""
+    stream = io.BytesIO(blob)
+    try:
+        version = np.lib.format.read_magic(stream)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+        else:
+            raise WireError(f"unsupported .npy version {version}")
+    except ValueError as exc:
+        raise WireError(f"not a .npy array: {exc}") from None
+    return tuple(shape), dtype
+
+
+def decode_array(blob: bytes, *, max_elements: int = 1 << 26) -> np.ndarray:
+    """Decode a `.npy` blob: plain numeric or boolean dtypes only, never objects or pickles."""
+    shape, dtype = array_header(blob)
+    if dtype.hasobject or dtype.kind not in "biufc":
+        raise WireError(f"array dtype {dtype} is not a plain numeric type")
+    if int(np.prod(shape, dtype=np.int64)) > max_elements:
+        raise WireError(f"array of shape {shape} has more than {max_elements} elements")
+    try:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    except ValueError as exc:
+        raise WireError(f"array could not be read: {exc}") from None

@@ -1,0 +1,162 @@
+"""What a check holds to call into the student's code: names, functions, objects. Every call is plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from grader.errors import StudentRaised, WrongAnswer
+from grader.execute.child import wire
+from grader.execute.process import QuestionSession
+from grader.execute.values import Arg, Returned, decode_value
+
+
+@dataclass(frozen=True)
+class NameInfo:
+    exists: bool
+    type_name: str = ""
+    callable: bool = False
+    is_class: bool = False
+    is_module: bool = False
+    params: tuple[str, ...] | None = None
+
+
+def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[bytes]) -> dict[str, Any]:
+    def one(arg: Any) -> dict[str, Any]:
+        if isinstance(arg, StudentObject):
+            return {"kind": "ref", "id": arg.ref}
+        return (arg if isinstance(arg, Arg) else Arg(arg)).encode(blobs)
+
+    return {"args": [one(a) for a in args], "kwargs": {k: one(v) for k, v in kwargs.items()}}
+
+
+def _where(frame: Any) -> str:
+    """' (cell [2], line 7, in masked_softmax: `X[~mask] = value`)' from the last frame in the student's code."""
+    try:
+        filename, lineno, function, line = str(frame[0]), int(frame[1]), str(frame[2]), str(frame[3])
+    except (TypeError, IndexError, ValueError):
+        return ""
+    place = f"cell [{filename[6:-1]}], " if filename.startswith("<cell ") else ""
+    if filename == "<reference>":
+        place = "in the reference code, "
+    code = f": `{line.strip()[:120]}`" if line.strip() else ""
+    return f" ({place}line {lineno}, in {function}{code})"
+
+
+class StudentCode:
+    """The student's namespace inside one question's fork."""
+
+    def __init__(self, session: QuestionSession, *, load_hint: str = "") -> None:
+        self.session = session
+        self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
+        self._max_elements = session.process.limits.max_array_elements
+
+    def request(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str) -> tuple[dict, list]:
+        reply, reply_blobs = self.session.request(header, blobs, waiting_for=what)
+        if not reply.get("ok"):
+            error = reply.get("error") or {}
+            exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
+            summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ")
+            raise StudentRaised(summary + _where(error.get("where")),
+                                exc_type=exc_type, exc_message=exc_message,
+                                traceback=str(error.get("traceback", "")))
+        return reply, reply_blobs
+
+    def value(self, desc: Any, blobs: list[bytes]) -> Returned:
+        return decode_value(desc, blobs, max_elements=self._max_elements)
+
+    def seed(self, seed: int) -> None:
+        self.request({"op": "seed", "seed": seed}, what="seeding")
+
+    def describe(self, name: str) -> NameInfo:
+        reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
+        if not reply.get("exists"):
+            return NameInfo(False)
+        params = reply.get("params")
+        return NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
+                        bool(reply.get("is_module")), tuple(str(p) for p in params) if params is not None else None)
+
+    def _require(self, name: str, *, want_class: bool) -> NameInfo:
+        info = self.describe(name)
+        hint = f" ({self.load_hint})" if self.load_hint else ""
+        if not info.exists:
+            raise WrongAnswer(f"`{name}` is not defined in your submission{hint}", hint=f"`{name}` is not defined")
+        if want_class and not info.is_class:
+            raise WrongAnswer(f"`{name}` should be a class, but it is a {info.type_name}",
+                              hint=f"`{name}` is not a class")
+        if not info.callable:
+            raise WrongAnswer(f"`{name}` should be a function, but it is a {info.type_name}",
+                              hint=f"`{name}` is not a function")
+        return info
+
+    def function(self, name: str) -> StudentFunction:
+        self._require(name, want_class=False)
+        return StudentFunction(self, name)
+
+    def construct(self, name: str, /, *, optional: Mapping[str, Any] | None = None, **kwargs: Any) -> StudentObject:
+        """``name(**kwargs)``, adding each ``optional`` keyword that the signature names explicitly."""
+        info = self._require(name, want_class=True)
+        if not info.is_module:
+            raise WrongAnswer(f"`{name}` should subclass torch.nn.Module", hint=f"`{name}` is not an nn.Module")
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        reply, _ = self.request({"op": "new", "name": name, "kwargs": kwargs, "optional": dict(optional or {})},
+                                what=f"{name}({shown})")
+        return StudentObject(self, int(reply["ref"]), name)
+
+
+class StudentFunction:
+    def __init__(self, code: StudentCode, name: str) -> None:
+        self.code = code
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Returned:
+        blobs: list[bytes] = []
+        header = {"op": "call", "name": self.name, **_encode_args(args, kwargs, blobs)}
+        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.name}(...)")
+        return self.code.value(reply["value"], reply_blobs)
+
+
+class StudentObject:
+    """An object living in the student's process (an nn.Module instance), known to the grader by a number."""
+
+    def __init__(self, code: StudentCode, ref: int, class_name: str) -> None:
+        self.code = code
+        self.ref = ref
+        self.class_name = class_name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Returned:
+        blobs: list[bytes] = []
+        header = {"op": "invoke", "ref": self.ref, **_encode_args(args, kwargs, blobs)}
+        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.forward")
+        return self.code.value(reply["value"], reply_blobs)
+
+    def method(self, method: str, *args: Any, **kwargs: Any) -> Returned:
+        blobs: list[bytes] = []
+        header = {"op": "method", "ref": self.ref, "method": method, **_encode_args(args, kwargs, blobs)}
+        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{method}")
+        return self.code.value(reply["value"], reply_blobs)
+
+    def eval(self) -> None:
+        self.method("eval")
+
+    def train(self, mode: bool = True) -> None:
+        self.method("train", mode)
+
+    def attribute(self, attr: str) -> Returned | None:
+        reply, blobs = self.code.request({"op": "get", "ref": self.ref, "attr": attr},
+                                         what=f"reading {self.class_name}.{attr}")
+        return self.code.value(reply["value"], blobs) if reply.get("exists") else None
+
+    def parameters(self) -> dict[str, tuple[int, ...] | None]:
+        """Parameter names and shapes (None while a lazy parameter is not initialised)."""
+        reply, _ = self.code.request({"op": "params", "ref": self.ref},
+                                     what=f"listing {self.class_name}'s parameters")
+        return {str(p["name"]): (tuple(p["shape"]) if p["shape"] is not None else None) for p in reply["params"]}
+
+    def set_parameters(self, params: Mapping[str, np.ndarray]) -> None:
+        blobs = [wire.encode_array(np.asarray(v, dtype=np.float32)) for v in params.values()]
+        self.code.request({"op": "set_params", "ref": self.ref, "names": list(params)}, blobs,
+                          what=f"setting {self.class_name}'s parameters {', '.join(params)}")

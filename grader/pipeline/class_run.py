@@ -1,0 +1,90 @@
+"""Grade a class: every submission in a folder, in parallel, each result recorded as it arrives."""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader.check.load import load_assignment
+from grader.check.spec import Assignment
+from grader.discover import Skipped, Submission, discover
+from grader.layout import SOLUTIONS_DIR
+from grader.pipeline.submission_run import grade_submission, unrun_questions
+from grader.record import Gradebook, gradescope_results, write_grades_csv, write_text_atomic
+from grader.report import render_dashboard, render_student_report
+from grader.results import INTERNAL, SubmissionResult
+
+Progress = Callable[[SubmissionResult, int, int], None]
+
+
+@dataclass(frozen=True)
+class ClassRun:
+    assignment: str
+    out_dir: Path
+    results: tuple[SubmissionResult, ...]
+    skipped: tuple[Skipped, ...]
+
+    @property
+    def internal_errors(self) -> int:
+        """Checks or submissions the grader itself failed on: the only reason for a non-zero exit."""
+        return sum(1 for r in self.results if r.status == INTERNAL) + sum(
+            1 for r in self.results for c in r.checks if c.status == INTERNAL)
+
+    @property
+    def dashboard(self) -> Path:
+        return self.out_dir / "index.html"
+
+
+def _internal_error(submission: Submission, assignment: Assignment, root: Path) -> SubmissionResult:
+    detail = traceback.format_exc()
+    reason = "the grader itself failed on this submission (not the student's fault)"
+    return SubmissionResult(
+        student=submission.student, assignment=assignment.name, source=str(submission.path.relative_to(root)),
+        kind=submission.kind, sha256="", status=INTERNAL, reason=reason,
+        questions=unrun_questions(assignment, submission.student, f"not run: {reason}"), units=(), answers=(),
+        notes=(detail[-2000:],), submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
+        graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0)
+
+
+def _write_student(out_dir: Path, result: SubmissionResult, title: str) -> None:
+    folder = out_dir / "students" / result.student
+    write_text_atomic(folder / "results.json", json.dumps(gradescope_results(result), indent=2) + "\n")
+    write_text_atomic(folder / "report.html", render_student_report(result, title=title))
+
+
+def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
+                solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu",
+                progress: Progress | None = None) -> ClassRun:
+    spec = load_assignment(assignment, solutions_dir=solutions_dir)
+    submissions, skipped = discover(submissions_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    results: list[SubmissionResult] = []
+
+    def grade(submission: Submission) -> SubmissionResult:
+        try:
+            return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device)
+        except Exception:  # a grader bug on one submission must not cost the class its results
+            return _internal_error(submission, spec, submissions_dir)
+
+    workers = jobs or os.cpu_count() or 1
+    with Gradebook(out_dir / "gradebook.sqlite") as book, ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(grade, s) for s in submissions]
+        for future in as_completed(futures):
+            result = future.result()
+            _write_student(out_dir, result, spec.title)
+            book.record(result)
+            results.append(result)
+            if progress is not None:
+                progress(result, len(results), len(submissions))
+    results.sort(key=lambda r: r.student)
+    write_grades_csv(out_dir / "grades.csv", results)
+    max_score = sum(c.points for c in spec.checks)
+    write_text_atomic(out_dir / "index.html",
+                      render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score))
+    return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped))

@@ -1,0 +1,111 @@
+"""Grade one submission: read it, run it in its own process, apply the checks. Always returns a result."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader.check.runner import SubmissionRunner, not_run
+from grader.check.seeds import check_seed
+from grader.check.spec import Assignment
+from grader.discover import Program, Submission, read_program
+from grader.errors import CallTimedOut, InvalidSubmission, SubmissionError
+from grader.execute.limits import Limits
+from grader.execute.process import LoadedUnit
+from grader.results import (
+    GRADED,
+    INVALID,
+    SUBMISSION_CRASHED,
+    SUBMISSION_TIMEOUT,
+    QuestionResult,
+    SubmissionResult,
+    UnitResult,
+    WrittenAnswer,
+)
+
+
+def _unit_results(program: Program, units: list[LoadedUnit]) -> tuple[UnitResult, ...]:
+    results = []
+    for unit, loaded in zip(program.units, units):
+        error = ""
+        if loaded.error_type:
+            error = f"{loaded.error_type}: {loaded.error_message}".rstrip(": ")
+            if loaded.traceback:
+                error = f"{loaded.traceback.rstrip()}\n{error}"
+        stdout = loaded.stdout + (f"\n[... {loaded.dropped} more characters not kept]" if loaded.dropped else "")
+        results.append(UnitResult(unit.label, loaded.status, stdout, loaded.stderr, error, loaded.notes))
+    return tuple(results)
+
+
+def unrun_questions(assignment: Assignment, student: str, reason: str) -> tuple[QuestionResult, ...]:
+    return tuple(
+        QuestionResult(q.id, q.title, tuple(not_run(c, check_seed(assignment.name, student, c.id), reason)
+                                            for c in assignment.checks_for(q.id)))
+        for q in assignment.questions)
+
+
+def grade_submission(*, submission: Submission, assignment: Assignment, root: Path, limits: Limits | None = None,
+                     device: str = "cpu") -> SubmissionResult:
+    limits = limits or assignment.limits
+    started = time.monotonic()
+    graded_at = datetime.now(UTC).isoformat(timespec="seconds")
+    status, reason, notes = GRADED, "", list(submission.notes)
+    units: tuple[UnitResult, ...] = ()
+    answers: tuple[WrittenAnswer, ...] = ()
+    environment: dict[str, str] = {}
+    data = b""
+    try:
+        data = submission.path.read_bytes()
+        program = read_program(data, kind=submission.kind, name=submission.path.name,
+                               written_ids=[w.id for w in assignment.written])
+    except OSError as exc:
+        program, status, reason = None, INVALID, f"the file could not be read: {exc.strerror}"
+    except InvalidSubmission as exc:
+        program, status, reason = None, INVALID, exc.message
+    questions: tuple[QuestionResult, ...]
+    if program is None:
+        questions = unrun_questions(assignment, submission.student, f"not run: {reason}")
+    else:
+        notes += program.notes
+        given = dict(program.answers)
+        answers = tuple(WrittenAnswer(w.id, w.prompt, given.get(w.id, "")) for w in assignment.written)
+        runner = SubmissionRunner(assignment=assignment, student=submission.student, program=program, limits=limits,
+                                  device=device)
+        try:
+            loaded = runner.load()
+            units = _unit_results(program, loaded)
+            questions = tuple(runner.grade())
+        except SubmissionError as exc:
+            status = SUBMISSION_TIMEOUT if isinstance(exc, CallTimedOut) else SUBMISSION_CRASHED
+            reason = exc.message
+            if runner.units:
+                units = _unit_results(program, runner.units)
+            questions = unrun_questions(assignment, submission.student, f"not run: {reason}")
+        finally:
+            raw = runner.process.raw_output() if runner.process else ""
+            runner.close()
+        environment = {k: str(v) for k, v in runner.hello.items() if k in ("python", "torch", "numpy")}
+        environment["rlimits"] = ", ".join(runner.hello.get("rlimits", [])) or "none"
+        if runner.restarts:
+            notes.append(f"your code was started again {runner.restarts} time(s) after a check timed out or crashed")
+        if raw.strip():
+            notes.append(f"output outside Python's print (first {len(raw)} characters): {raw[:2000]}")
+    return SubmissionResult(
+        student=submission.student,
+        assignment=assignment.name,
+        source=str(submission.path.relative_to(root)) if submission.path.is_relative_to(root) else str(submission.path),
+        kind=submission.kind,
+        sha256=hashlib.sha256(data).hexdigest(),
+        status=status,
+        reason=reason,
+        questions=questions,
+        units=units,
+        answers=answers,
+        notes=tuple(notes),
+        submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
+        graded_at=graded_at,
+        duration_s=round(time.monotonic() - started, 3),
+        environment=tuple(sorted(environment.items())),
+    )

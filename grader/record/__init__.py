@@ -1,0 +1,8 @@
+"""Record stage: results.json (Gradescope format), the SQLite gradebook and grades.csv."""
+
+from grader.record.atomic import write_text_atomic
+from grader.record.gradebook import Gradebook
+from grader.record.grades_csv import write_grades_csv
+from grader.record.gradescope import gradescope_results
+
+__all__ = ["Gradebook", "gradescope_results", "write_grades_csv", "write_text_atomic"]

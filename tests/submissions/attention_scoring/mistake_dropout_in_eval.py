@@ -1,0 +1,99 @@
+"""Sample submission for the grader's tests.
+
+Mistake (q3 only): DotProductAttention applies dropout with
+torch.nn.functional.dropout(..., training=True), so it also drops weights in
+evaluation mode (it keeps the self.dropout = nn.Dropout(dropout) attribute
+and reads its p). The stored attention_weights are right; the output is not.
+Everything else is correct.
+"""
+import math
+import torch
+from torch import nn
+
+
+def masked_softmax(X, valid_lens):
+    """Perform softmax operation by masking elements on the last axis."""
+    if valid_lens is None:
+        return nn.functional.softmax(X, dim=-1)
+    shape = X.shape
+    if valid_lens.dim() == 1:
+        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
+    else:
+        valid_lens = valid_lens.reshape(-1)
+    X = X.reshape(-1, shape[-1]).clone()
+    mask = torch.arange(shape[-1], dtype=torch.float32, device=X.device)[None, :] < valid_lens[:, None]
+    X[~mask] = -1e6
+    return nn.functional.softmax(X.reshape(shape), dim=-1)
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention."""
+    def __init__(self, num_hiddens, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.W_k = nn.LazyLinear(num_hiddens, bias=False)
+        self.W_q = nn.LazyLinear(num_hiddens, bias=False)
+        self.w_v = nn.LazyLinear(1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens):
+        queries, keys = self.W_q(queries), self.W_k(keys)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
+        scores = self.w_v(features).squeeze(-1)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot product attention."""
+    def __init__(self, dropout):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        d = queries.shape[-1]
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        weights = torch.nn.functional.dropout(self.attention_weights,
+                                              p=self.dropout.p, training=True)
+        return torch.bmm(weights, values)
+
+
+class BilinearAttention(nn.Module):
+    """Bilinear attention: q^T W k."""
+    def __init__(self, query_size, key_size, dropout):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(query_size, key_size) * 0.01)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        scores = torch.bmm(torch.matmul(queries, self.W), keys.transpose(1, 2))
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+queries, keys = torch.normal(0, 1, (2, 1, 20)), torch.ones((2, 10, 2))
+values = torch.arange(40, dtype=torch.float32).reshape(1, 10, 4).repeat(2, 1, 1)
+valid_lens = torch.tensor([2, 6])
+
+attention = AdditiveAttention(num_hiddens=8, dropout=0.1)
+attention.eval()
+print(attention(queries, keys, values, valid_lens))
+
+attention = DotProductAttention(dropout=0.5)
+attention.eval()
+print(attention(torch.normal(0, 1, (2, 1, 2)), keys, values, valid_lens))
+
+attention = BilinearAttention(query_size=20, key_size=2, dropout=0.1)
+attention.eval()
+print(attention(queries, keys, values, valid_lens))
+
+ANSWER_EX1 = """
+No. The uniform weights in the toy example come from the keys being identical.
+With different keys the additive and the dot-product scores are different, so
+the attention weights are different too.
+"""
+
+ANSWER_EX3 = """
+No, the sum of q and k would have to be reduced to one number and then the
+query term is a constant for all keys, which the softmax removes.
+"""

@@ -1,0 +1,95 @@
+"""Sample submission for the grader's tests.
+
+Mistake (q2 only): AdditiveAttention leaves out the tanh, scoring with
+w_v^T (W_q q + W_k k). Everything else is correct.
+"""
+import math
+import torch
+from torch import nn
+
+
+def masked_softmax(X, valid_lens):
+    """Perform softmax operation by masking elements on the last axis."""
+    if valid_lens is None:
+        return nn.functional.softmax(X, dim=-1)
+    shape = X.shape
+    if valid_lens.dim() == 1:
+        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
+    else:
+        valid_lens = valid_lens.reshape(-1)
+    X = X.reshape(-1, shape[-1])
+    mask = torch.arange(shape[-1], device=X.device)[None, :] < valid_lens[:, None]
+    X = torch.where(mask, X, torch.tensor(-1e6, dtype=X.dtype, device=X.device))
+    return nn.functional.softmax(X.reshape(shape), dim=-1)
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention: the query and the key go through one hidden layer."""
+    def __init__(self, num_hiddens, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.W_k = nn.LazyLinear(num_hiddens, bias=False)
+        self.W_q = nn.LazyLinear(num_hiddens, bias=False)
+        self.w_v = nn.LazyLinear(1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens):
+        queries, keys = self.W_q(queries), self.W_k(keys)
+        # (batch, n_queries, 1, h) + (batch, 1, n_keys, h) -> (batch, n_queries, n_keys, h)
+        features = queries.unsqueeze(2) + keys.unsqueeze(1)
+        scores = self.w_v(features).squeeze(-1)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot product attention."""
+    def __init__(self, dropout):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        d = queries.shape[-1]
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+class BilinearAttention(nn.Module):
+    """a(q, k) = q^T W k"""
+    def __init__(self, query_size, key_size, dropout):
+        super().__init__()
+        self.W = nn.Parameter(torch.randn(query_size, key_size) * 0.01)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        scores = torch.bmm(queries @ self.W, keys.transpose(1, 2))
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)
+
+
+queries, keys = torch.normal(0, 1, (2, 1, 20)), torch.ones((2, 10, 2))
+values = torch.arange(40, dtype=torch.float32).reshape(1, 10, 4).repeat(2, 1, 1)
+valid_lens = torch.tensor([2, 6])
+
+attention = AdditiveAttention(num_hiddens=8, dropout=0.1)
+attention.eval()
+print(attention(queries, keys, values, valid_lens))
+
+attention = DotProductAttention(dropout=0.5)
+attention.eval()
+print(attention(torch.normal(0, 1, (2, 1, 2)), keys, values, valid_lens))
+
+attention = BilinearAttention(query_size=20, key_size=2, dropout=0.1)
+attention.eval()
+print(attention(queries, keys, values, valid_lens))
+
+ANSWER_EX1 = """
+When I use random keys the weights of the two attentions are different. They
+only matched before because all the keys were the same (ones), so the scores
+were the same for all keys and the weights were uniform.
+"""
+
+ANSWER_EX3 = """
+No. Summation does not give a similarity between the query and the key, and the
+query part is the same for all keys so it does not change the softmax.
+"""

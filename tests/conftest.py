@@ -1,0 +1,28 @@
+"""Shared fixtures: the project's paths, the toy assignment, and one grading run of the bundled sample class."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from grader.pipeline import ClassRun, grade_class
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "tests" / "submissions" / "attention_scoring"
+FIXTURE_SOLUTIONS = ROOT / "tests" / "fixtures" / "solutions"
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sample_run(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
+    """The bundled sample class graded once, as `make grade` does."""
+    return grade_class(assignment="attention_scoring", submissions_dir=SAMPLES,
+                       out_dir=tmp_path_factory.mktemp("sample") / "out", jobs=2)

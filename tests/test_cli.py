@@ -1,0 +1,39 @@
+"""The command line, as an instructor runs it: exit codes and what it prints."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import SAMPLES
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_grade_prints_progress_and_the_dashboard(tmp_path: Path) -> None:
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    shutil.copy(SAMPLES / "einsum_style.py", submissions / "ana.py")
+    shutil.copy(SAMPLES / "broken_notebook.ipynb", submissions / "ben.ipynb")
+    (submissions / "notes.docx").write_bytes(b"PK")
+    result = run("grade", "attention_scoring", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1")
+    assert result.returncode == 0, result.stderr
+    assert "ana" in result.stdout and "100 / 100" in result.stdout
+    assert "invalid: ben.ipynb is not a valid notebook" in result.stdout
+    assert "skipped " in result.stdout and "notes.docx" in result.stdout
+    assert f"Dashboard: {(tmp_path / 'out' / 'index.html').resolve()}" in result.stdout
+    for name in ("grades.csv", "index.html", "gradebook.sqlite", "students/ana/report.html",
+                 "students/ben/results.json"):
+        assert (tmp_path / "out" / name).is_file()
+
+
+def test_instructor_mistakes_exit_with_code_2(tmp_path: Path) -> None:
+    unknown = run("grade", "no_such_assignment", str(SAMPLES), "--out", str(tmp_path))
+    assert unknown.returncode == 2
+    assert "no assignment 'no_such_assignment'" in unknown.stderr and "attention_scoring" in unknown.stderr
+    missing = run("grade", "attention_scoring", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    assert missing.returncode == 2 and "does not exist" in missing.stderr

@@ -1,0 +1,128 @@
+"""Checks applied to a submission: restarts after timeouts and crashes, isolation, grading with the reference."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from grader.check import load_assignment
+from grader.check.spec import Assignment
+from grader.discover import Submission
+from grader.execute import Limits
+from grader.pipeline import grade_submission
+from grader.results import SubmissionResult
+
+from .conftest import FIXTURE_SOLUTIONS, write
+
+CORRECT = """
+    def scale(x):
+        return x * 2
+
+    def twice_scaled(x):
+        return scale(scale(x))
+
+    counter = 0
+
+    def bump():
+        global counter
+        counter += 1
+        return counter
+"""
+
+
+@pytest.fixture(scope="module")
+def toy() -> Assignment:
+    return load_assignment("toy", solutions_dir=FIXTURE_SOLUTIONS)
+
+
+def grade(tmp_path: Path, toy: Assignment, source: str, *, name: str = "student.py",
+          limits: Limits | None = None) -> SubmissionResult:
+    path = write(tmp_path, name, source)
+    submission = Submission(path.stem, path, "notebook" if name.endswith(".ipynb") else "python",
+                            datetime.now(UTC))
+    return grade_submission(submission=submission, assignment=toy, root=tmp_path, limits=limits)
+
+
+def outcomes(result: SubmissionResult) -> dict[str, str]:
+    return {c.check_id: c.status for c in result.checks}
+
+
+def test_correct_submission_earns_everything_and_questions_are_isolated(tmp_path: Path, toy: Assignment) -> None:
+    result = grade(tmp_path, toy, CORRECT)
+    assert result.status == "graded"
+    assert (result.score, result.max_score) == (5, 5)
+    # q2's check called bump() in its own fork; q3 still sees counter == 0 before its call.
+    assert outcomes(result)["q3.fresh"] == "passed"
+    assert result.questions[1].notes == (
+        "Graded with the reference scale in place of yours, so a mistake there costs points only in q1.",)
+
+
+def test_a_mistake_is_not_penalised_twice(tmp_path: Path, toy: Assignment) -> None:
+    result = grade(tmp_path, toy, CORRECT.replace("return x * 2", "return x * 3"))
+    assert {q.id: q.score for q in result.questions} == {"q1": 0, "q2": 2, "q3": 1}
+    first = result.checks[0]
+    assert first.message.startswith("scale(x) differs from the reference in 3 of 3 entries")
+    twice = next(c for c in result.checks if c.check_id == "q2.twice")
+    assert twice.passed
+    assert twice.notes[0].startswith("With your own scale, this check fails: twice_scaled(x) differs")
+    assert "changed the outcome of some checks" in result.questions[1].notes[1]
+
+
+def test_hidden_check_messages_reveal_no_values(tmp_path: Path, toy: Assignment) -> None:
+    result = grade(tmp_path, toy, CORRECT.replace("return x * 2", "return x * 3"))
+    hidden = next(c for c in result.checks if c.check_id == "q1.second")
+    assert hidden.message == "scale(x) differs from the reference in 100% of entries"
+    assert "expected" in hidden.detail  # the instructor still sees the numbers
+
+
+def test_a_call_that_hangs_costs_only_its_check(tmp_path: Path, toy: Assignment) -> None:
+    source = CORRECT.replace("        return x * 2",
+                             "        while float(x.sum()) == 6.0:\n            pass\n        return x * 2")
+    result = grade(tmp_path, toy, source)
+    assert outcomes(result) == {"q1.first": "timeout", "q1.second": "passed", "q2.twice": "passed",
+                                "q3.fresh": "passed"}
+    assert "no answer within the time limit (2 s)" in result.checks[0].message
+    assert any("started again 1 time(s)" in note for note in result.notes)
+
+
+def test_a_call_that_kills_the_process_costs_only_its_check(tmp_path: Path, toy: Assignment) -> None:
+    source = CORRECT.replace("        return x * 2",
+                             "        if float(x.sum()) == 6.0:\n            os._exit(9)\n        return x * 2")
+    source = source.replace("def scale", "import os\n    def scale", 1)
+    result = grade(tmp_path, toy, source)
+    assert outcomes(result)["q1.first"] == "crashed"
+    assert "exit code 9" in result.checks[0].message
+    assert outcomes(result)["q1.second"] == "passed"
+    assert result.score == 4
+
+
+def test_missing_names_point_at_the_cell_that_failed(tmp_path: Path, toy: Assignment) -> None:
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell("def scale(x):\n    return x * 2"),
+             nbformat.v4.new_code_cell("def twice_scaled(x)\n    return scale(scale(x))")]
+    result = grade(tmp_path, toy, nbformat.writes(nbformat.v4.new_notebook(cells=cells)), name="nb.ipynb")
+    twice = next(c for c in result.checks if c.check_id == "q2.twice")
+    assert twice.message == ("`twice_scaled` is not defined in your submission (cell [2] raised SyntaxError "
+                             "while loading, which may be why)")
+    assert [u.status for u in result.units] == ["ok", "error"]
+    assert result.questions[0].score == 2
+
+
+def test_a_submission_that_never_finishes_loading_times_out_with_every_check_recorded(
+        tmp_path: Path, toy: Assignment) -> None:
+    source = "import time\nwhile True:\n    try:\n        time.sleep(100)\n    except BaseException:\n        pass\n"
+    result = grade(tmp_path, toy, source, limits=Limits(call_seconds=1, unit_seconds=0.5, submission_seconds=3))
+    assert result.status == "timeout"
+    assert "no answer within the submission's time limit (3 s)" in result.reason
+    assert len(result.checks) == 4 and all(c.status == "not_run" for c in result.checks)
+
+
+def test_invalid_file_gets_a_result_for_every_check(tmp_path: Path, toy: Assignment) -> None:
+    result = grade(tmp_path, toy, "def scale(x:\n    return x\n")
+    assert result.status == "invalid"
+    assert result.reason == "student.py has a syntax error at line 1, column 10: '(' was never closed; " \
+                            "nothing in it could run"
+    assert [c.status for c in result.checks] == ["not_run"] * 4

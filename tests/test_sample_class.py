@@ -1,0 +1,153 @@
+"""The bundled sample class, graded as `make grade` does: right scores, right messages, stable reruns."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from grader.pipeline import ClassRun, grade_class
+
+from .conftest import SAMPLES
+
+pytestmark = pytest.mark.slow
+
+FULL = {"q1": 25, "q2": 30, "q3": 25, "q4": 20}
+CORRECT = ["textbook", "older_edition", "einsum_style", "magics", "noisy", "folder_student"]
+# Each sample mistake costs points on exactly one question.
+MISTAKES = {
+    "mistake_softmax_axis": "q1", "mistake_mask_zero": "q1", "mistake_ignores_2d": "q1",
+    "mistake_no_tanh": "q2", "mistake_extra_bias": "q2",
+    "mistake_no_scaling": "q3", "mistake_dropout_in_eval": "q3",
+    "mistake_bilinear_scaled": "q4",
+}
+
+
+def by_student(run: ClassRun) -> dict:
+    return {r.student: r for r in run.results}
+
+
+def test_every_submission_has_exactly_one_result(sample_run: ClassRun) -> None:
+    expected = {p.stem if p.is_file() else p.name for p in SAMPLES.iterdir() if p.suffix in (".py", ".ipynb") or
+                p.is_dir()}
+    assert {r.student for r in sample_run.results} == expected
+    with open(sample_run.out_dir / "grades.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(row["student"] for row in rows) == sorted(expected)
+    assert sample_run.internal_errors == 0
+
+
+@pytest.mark.parametrize("student", CORRECT)
+def test_correct_submissions_in_every_style_earn_full_marks(sample_run: ClassRun, student: str) -> None:
+    result = by_student(sample_run)[student]
+    failures = [f"{c.check_id}: {c.message}" for c in result.checks if not c.passed]
+    assert failures == []
+    assert {q.id: q.score for q in result.questions} == FULL
+
+
+def test_warnings_and_stderr_never_cost_points(sample_run: ClassRun) -> None:
+    noisy = by_student(sample_run)["noisy"]
+    assert noisy.score == 100
+    assert any("Warning" in u.stderr for u in noisy.units) or "Warning" in "".join(q.stderr for q in noisy.questions)
+
+
+@pytest.mark.parametrize(("student", "question"), sorted(MISTAKES.items()))
+def test_each_mistake_loses_points_only_on_its_question(sample_run: ClassRun, student: str, question: str) -> None:
+    result = by_student(sample_run)[student]
+    scores = {q.id: q.score for q in result.questions}
+    assert scores[question] < FULL[question]
+    assert {q: s for q, s in scores.items() if q != question} == {q: s for q, s in FULL.items() if q != question}
+    failed = [c for c in result.checks if not c.passed]
+    assert all(c.status == "failed" and c.message for c in failed)
+
+
+def test_messages_say_what_is_wrong(sample_run: ClassRun) -> None:
+    results = by_student(sample_run)
+
+    def message(student: str, check_id: str) -> str:
+        return next(c.message for c in results[student].checks if c.check_id == check_id)
+
+    assert message("mistake_mask_zero", "q1.textbook_1d").startswith(
+        "masked_softmax(X, valid_lens) differs from the reference in 16 of 16 entries (100%): largest error")
+    assert message("mistake_extra_bias", "q2.parameters") == (
+        "AdditiveAttention has parameters the additive score does not use: W_k.bias, W_q.bias "
+        "(create W_q, W_k and w_v with bias=False)")
+    assert message("mistake_dropout_in_eval", "q3.eval_deterministic").startswith(
+        "DotProductAttention gives different outputs for the same inputs in eval mode")
+    assert message("mistake_no_scaling", "q3.random_1d") == (
+        "the output of DotProductAttention differs from the reference in 100% of entries")
+    partial = results["partial"]
+    assert {q.id: q.score for q in partial.questions} == {"q1": 25, "q2": 0, "q3": 0, "q4": 0}
+    assert message("partial", "q2.toy_example").startswith(
+        "AdditiveAttention(num_hiddens=8, dropout=0.1) raised NotImplementedError")
+
+
+def test_q1_mistake_notes_that_q2_to_q4_used_the_reference(sample_run: ClassRun) -> None:
+    result = by_student(sample_run)["mistake_softmax_axis"]
+    q2 = result.questions[1]
+    assert q2.score == 30
+    assert "Graded with the reference masked_softmax in place of yours" in q2.notes[0]
+    assert any(n.startswith("With your own masked_softmax, this check fails") for c in q2.checks for n in c.notes)
+
+
+def test_broken_files_are_invalid_with_a_reason(sample_run: ClassRun) -> None:
+    results = by_student(sample_run)
+    assert results["broken_syntax"].status == "invalid"
+    assert "syntax error at line 38" in results["broken_syntax"].reason
+    assert results["broken_notebook"].status == "invalid"
+    assert "broken JSON" in results["broken_notebook"].reason
+    dashboard = (sample_run.out_dir / "index.html").read_text()
+    assert "Could not be graded" in dashboard and "broken JSON" in dashboard
+
+
+def test_results_json_follows_gradescope_format(sample_run: ClassRun) -> None:
+    for result in sample_run.results:
+        data = json.loads((sample_run.out_dir / "students" / result.student / "results.json").read_text())
+        assert data["score"] == result.score
+        assert len(data["tests"]) == 24
+        assert sum(t["score"] for t in data["tests"]) == data["score"]
+        for test in data["tests"]:
+            assert set(test) >= {"name", "score", "max_score", "status", "output", "tags", "visibility"}
+            assert test["tags"][0] in FULL
+            assert isinstance(test["extra_data"]["seed"], int)
+
+
+def test_student_report_never_shows_hidden_details(sample_run: ClassRun) -> None:
+    result = by_student(sample_run)["mistake_softmax_axis"]
+    report = (sample_run.out_dir / "students" / result.student / "report.html").read_text()
+    assert "75 / 100" in report
+    hidden = [c for c in result.checks if c.visibility == "hidden" and not c.passed]
+    assert hidden
+    for check in hidden:
+        assert check.detail not in report and "expected" not in check.message
+        assert f"seed {check.seed}" not in report
+
+
+def test_gradebook_has_real_tables(sample_run: ClassRun) -> None:
+    with sqlite3.connect(sample_run.out_dir / "gradebook.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM students").fetchone()[0] == len(sample_run.results)
+        assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == len(sample_run.results)
+        assert db.execute("SELECT COUNT(*) FROM test_results").fetchone()[0] == 24 * len(sample_run.results)
+        score, status = db.execute("SELECT score, status FROM submissions WHERE student = 'mistake_no_tanh'").fetchone()
+        assert (score, status) == (90, "graded")
+
+
+def test_regrading_gives_identical_results_and_no_duplicates(sample_run: ClassRun) -> None:
+    def snapshot(out: Path) -> dict[str, dict]:
+        found = {}
+        for path in sorted(out.glob("students/*/results.json")):
+            data = json.loads(path.read_text())
+            data.pop("execution_time")
+            data["extra_data"].pop("graded_at")
+            found[path.parent.name] = data
+        return found
+
+    before = snapshot(sample_run.out_dir)
+    rerun = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=sample_run.out_dir, jobs=2)
+    assert snapshot(rerun.out_dir) == before
+    with sqlite3.connect(rerun.out_dir / "gradebook.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == len(before)
+        assert db.execute("SELECT COUNT(*) FROM test_results").fetchone()[0] == 24 * len(before)

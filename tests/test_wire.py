@@ -1,0 +1,57 @@
+"""The wire format: only plain arrays and JSON cross, with sizes checked before anything is read."""
+
+from __future__ import annotations
+
+import io
+import pickle
+import struct
+
+import numpy as np
+import pytest
+
+from grader.execute.child import wire
+
+
+def reader(data: bytes):
+    stream = io.BytesIO(data)
+
+    def read_exact(n: int) -> bytes:
+        chunk = stream.read(n)
+        if len(chunk) != n:
+            raise EOFError
+        return chunk
+
+    return read_exact
+
+
+def test_message_round_trip() -> None:
+    blob = wire.encode_array(np.arange(6, dtype=np.float32).reshape(2, 3))
+    header, blobs = wire.read_message(reader(wire.encode_message({"op": "x", "n": [1, 2]}, [blob])))
+    assert header == {"op": "x", "n": [1, 2]}
+    np.testing.assert_array_equal(wire.decode_array(blobs[0]), np.arange(6).reshape(2, 3))
+
+
+def test_object_arrays_and_pickles_are_refused() -> None:
+    buffer = io.BytesIO()
+    np.save(buffer, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(wire.WireError, match="not a plain numeric type"):
+        wire.decode_array(buffer.getvalue())
+    with pytest.raises(wire.WireError, match=r"not a \.npy array"):
+        wire.decode_array(pickle.dumps(np.zeros(3)))
+
+
+def test_sizes_are_checked_before_reading() -> None:
+    huge_header = struct.pack("!II", 1 << 30, 0)
+    with pytest.raises(wire.WireError, match="exceeds the limit"):
+        wire.read_message(reader(huge_header))
+    huge_blob = wire.HEAD.pack(2, 1) + b"{}" + wire.BLOB.pack(1 << 40)
+    with pytest.raises(wire.WireError, match="larger than the limit"):
+        wire.read_message(reader(huge_blob))
+    shape_only = wire.encode_array(np.zeros((4096, 4096), dtype=np.float32))
+    with pytest.raises(wire.WireError, match="more than 1000 elements"):
+        wire.decode_array(shape_only, max_elements=1000)
+
+
+def test_non_json_header_is_an_error() -> None:
+    with pytest.raises(wire.WireError, match="not JSON"):
+        wire.read_message(reader(wire.HEAD.pack(3, 0) + b"\x80ab"))

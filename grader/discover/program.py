@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import nbformat
 
@@ -58,18 +61,21 @@ def read_program(data: bytes, *, kind: str, name: str, written_ids: Sequence[str
 
 
 # ----- notebooks --------------------------------------------------------------------------------------------------
-_transformer = None
+@functools.cache
+def _transformer() -> Any:
+    from IPython.core.inputtransformer2 import TransformerManager  # imported on first use: IPython is slow to load
+
+    return TransformerManager()
+
+
+_transform_lock = threading.Lock()  # submissions are read from several grading threads at once
 
 
 def _to_python(source: str) -> str:
     """IPython syntax (magics, !shell, ?help) as plain Python calls on get_ipython()."""
-    global _transformer
-    if _transformer is None:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        _transformer = TransformerManager()
     try:
-        return _transformer.transform_cell(source)
+        with _transform_lock:
+            return _transformer().transform_cell(source)
     except Exception:  # leave it to the child: a SyntaxError there is reported like any cell error
         return source
 

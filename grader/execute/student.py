@@ -128,15 +128,14 @@ class StudentObject:
         self.class_name = class_name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Returned:
-        blobs: list[bytes] = []
-        header = {"op": "invoke", "ref": self.ref, **_encode_args(args, kwargs, blobs)}
-        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.forward")
-        return self.code.value(reply["value"], reply_blobs)
+        """``model(...)``: nn.Module.__call__, so hooks (and lazy initialisation) run as in the student's notebook."""
+        return self.method("__call__", *args, **kwargs)
 
     def method(self, method: str, *args: Any, **kwargs: Any) -> Returned:
         blobs: list[bytes] = []
         header = {"op": "method", "ref": self.ref, "method": method, **_encode_args(args, kwargs, blobs)}
-        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{method}")
+        shown = "forward" if method == "__call__" else method
+        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
         return self.code.value(reply["value"], reply_blobs)
 
     def eval(self) -> None:

@@ -225,9 +225,6 @@ class Runner:
             refs[len(refs) + 1] = obj
             return {"ref": len(refs), "type": values.type_name(obj), "passed": sorted(keyword)}
         obj = refs[header["ref"]]
-        if op == "invoke":
-            positional, keyword = args()
-            return {"value": values.encode(obj(*positional, **keyword), out)}
         if op == "method":
             positional, keyword = args()
             return {"value": values.encode(getattr(obj, header["method"])(*positional, **keyword), out)}

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 # Outcome of one check.
 PASSED, FAILED, ERROR, TIMEOUT, CRASHED, NOT_RUN, INTERNAL = (
@@ -98,19 +96,3 @@ class SubmissionResult:
     @property
     def checks(self) -> tuple[CheckResult, ...]:
         return tuple(c for q in self.questions for c in q.checks)
-
-
-TIME_FIELDS = ("graded_at", "duration_s")
-
-
-def to_dict(result: Any) -> Any:
-    """Plain JSON-ready data for any result dataclass, derived totals included."""
-    if dataclasses.is_dataclass(result):
-        data = {f.name: to_dict(getattr(result, f.name)) for f in dataclasses.fields(result)}
-        for name in ("score", "max_score"):
-            if hasattr(type(result), name):
-                data[name] = getattr(result, name)
-        return data
-    if isinstance(result, (tuple, list)):
-        return [to_dict(item) for item in result]
-    return result

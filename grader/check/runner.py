@@ -60,8 +60,6 @@ class SubmissionRunner:
         self.units: list[LoadedUnit] = []
         self.hello: dict = {}
         self.restarts = 0
-        self.internal_errors = 0
-        self._provided_source = assignment.provided_source()
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
@@ -125,7 +123,7 @@ class SubmissionRunner:
     def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str]) -> _QuestionRun:
         run = _QuestionRun()
         pending = list(checks)
-        source = self._provided_source if provided else None
+        source = self.assignment.provided_source if provided else None
         while pending:
             if time.monotonic() >= self.deadline:
                 reason = f"not run: the submission used up its time limit ({self.limits.submission_seconds:g} s)"
@@ -184,7 +182,6 @@ class SubmissionRunner:
         except ConfigurationError:
             raise
         except Exception:
-            self.internal_errors += 1
             message = "the grader failed on this check (not your fault); your instructor has the details"
             return outcome(INTERNAL, message, message, traceback.format_exc())
         return outcome(PASSED, "passed", "passed", "passed")

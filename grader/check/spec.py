@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -80,7 +81,9 @@ class Assignment:
     def owner_of(self, name: str) -> Question | None:
         return next((q for q in self.questions if name in q.defines), None)
 
+    @functools.cached_property
     def provided_source(self) -> str | None:
+        """The provided file's text, read once per run (the loader sets ``folder`` before anything asks)."""
         if self.provided is None or self.folder is None:
             return None
         return (self.folder / self.provided).read_text(encoding="utf-8")

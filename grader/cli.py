@@ -20,13 +20,22 @@ def _print_progress(result: SubmissionResult, done: int, total: int) -> None:
           f"  ({result.duration_s:.1f} s){status}", flush=True)
 
 
+def _print_plan(to_grade: int, unchanged: int) -> None:
+    if unchanged:
+        print(f"{unchanged} unchanged since the last run (use --force to regrade); grading {to_grade}.", flush=True)
+
+
 def _grade(args: argparse.Namespace) -> int:
     run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
-                      jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device,
-                      progress=_print_progress)
+                      jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device, force=args.force,
+                      progress=_print_progress, planned=_print_plan)
     graded = sum(1 for r in run.results if r.status == "graded")
-    print(f"Graded {len(run.results)} submission(s) of {run.assignment}: {graded} ran, "
+    unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.results)}" \
+        if run.unchanged else ""
+    print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
           f"{len(run.results) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
+    if run.missing:
+        print(f"  kept in the gradebook, no submission found now: {', '.join(run.missing)}")
     for skipped in run.skipped:
         print(f"  skipped {skipped.path}: {skipped.reason}")
     print(f"Dashboard: {run.dashboard.resolve()}")
@@ -47,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: CPU count)")
     grade.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
     grade.add_argument("--device", default="cpu", help="torch device for student code (cpu, cuda)")
+    grade.add_argument("--force", action="store_true",
+                       help="regrade every submission, even those unchanged since the last run into --out")
     grade.set_defaults(run=_grade)
     return parser
 

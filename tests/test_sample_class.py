@@ -146,7 +146,9 @@ def test_regrading_gives_identical_results_and_no_duplicates(sample_run: ClassRu
         return found
 
     before = snapshot(sample_run.out_dir)
-    rerun = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=sample_run.out_dir, jobs=2)
+    rerun = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=sample_run.out_dir, jobs=2,
+                        force=True)
+    assert rerun.unchanged == ()
     assert snapshot(rerun.out_dir) == before
     with sqlite3.connect(rerun.out_dir / "gradebook.sqlite") as db:
         assert db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0] == len(before)

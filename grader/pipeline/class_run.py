@@ -1,4 +1,9 @@
-"""Grade a class: every submission in a folder, in parallel, each result recorded as it arrives."""
+"""Grade a class: every submission in a folder, in parallel, each result recorded as it arrives.
+
+A run into an output folder that already holds a gradebook resumes: submissions whose stored result still holds
+(same content, same grading fingerprint; see ``resume``) are not graded again, and grades.csv, the dashboard and the
+students' pages cover the whole class, reused results and new ones alike. ``force`` regrades everyone.
+"""
 
 from __future__ import annotations
 
@@ -15,20 +20,31 @@ from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Skipped, Submission, discover
 from grader.layout import SOLUTIONS_DIR
+from grader.pipeline.fingerprint import grading_fingerprint
+from grader.pipeline.resume import plan_resume
 from grader.pipeline.submission_run import grade_submission, unrun_questions
 from grader.record import Gradebook, gradescope_results, write_grades_csv, write_text_atomic
+from grader.record.atomic import remove_partial_writes
+from grader.record.output_lock import output_lock
 from grader.report import render_dashboard, render_student_report
 from grader.results import INTERNAL, SubmissionResult
 
-Progress = Callable[[SubmissionResult, int, int], None]
+Progress = Callable[[SubmissionResult, int, int], None]  # (result, graded so far, to grade in this run)
+Planned = Callable[[int, int], None]  # (to grade in this run, unchanged since an earlier run)
 
 
 @dataclass(frozen=True)
 class ClassRun:
     assignment: str
     out_dir: Path
-    results: tuple[SubmissionResult, ...]
+    results: tuple[SubmissionResult, ...]  # the whole class: graded now and reused
     skipped: tuple[Skipped, ...]
+    unchanged: tuple[str, ...] = ()  # students whose stored result was reused, not regraded
+    missing: tuple[str, ...] = ()  # students in the gradebook with no submission now (kept there)
+
+    @property
+    def graded_now(self) -> int:
+        return len(self.results) - len(self.unchanged)
 
     @property
     def internal_errors(self) -> int:
@@ -59,12 +75,20 @@ def _write_student(out_dir: Path, result: SubmissionResult, title: str) -> None:
 
 
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
-                solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu",
-                progress: Progress | None = None) -> ClassRun:
+                solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
+                progress: Progress | None = None, planned: Planned | None = None) -> ClassRun:
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
     submissions, skipped = discover(submissions_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    results: list[SubmissionResult] = []
+    with output_lock(out_dir):
+        return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
+                             device=device, force=force, progress=progress, planned=planned)
+
+
+def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
+                  out_dir: Path, jobs: int | None, device: str, force: bool, progress: Progress | None,
+                  planned: Planned | None) -> ClassRun:
+    remove_partial_writes(out_dir)
+    fingerprint = grading_fingerprint(spec, device=device)
 
     def grade(submission: Submission) -> SubmissionResult:
         try:
@@ -73,18 +97,27 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
             return _internal_error(submission, spec, submissions_dir)
 
     workers = jobs or os.cpu_count() or 1
-    with Gradebook(out_dir / "gradebook.sqlite") as book, ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(grade, s) for s in submissions]
-        for future in as_completed(futures):
-            result = future.result()
-            _write_student(out_dir, result, spec.title)
-            book.record(result)
-            results.append(result)
-            if progress is not None:
-                progress(result, len(results), len(submissions))
-    results.sort(key=lambda r: r.student)
+    graded: list[SubmissionResult] = []
+    with Gradebook(out_dir / "gradebook.sqlite") as book:
+        plan = plan_resume(submissions, book.stored(spec.name), fingerprint=fingerprint, root=submissions_dir,
+                           force=force)
+        if planned is not None:
+            planned(len(plan.to_grade), len(plan.reused))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(grade, s) for s in plan.to_grade]
+            for reused in plan.reused:  # rendered again from the stored result while the workers grade
+                _write_student(out_dir, reused, spec.title)
+            for future in as_completed(futures):
+                result = future.result()
+                _write_student(out_dir, result, spec.title)
+                book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
+                graded.append(result)
+                if progress is not None:
+                    progress(result, len(graded), len(plan.to_grade))
+    results = sorted([*graded, *plan.reused], key=lambda r: r.student)
     write_grades_csv(out_dir / "grades.csv", results)
     max_score = sum(c.points for c in spec.checks)
     write_text_atomic(out_dir / "index.html",
                       render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score))
-    return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped))
+    return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
+                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing)

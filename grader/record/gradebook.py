@@ -1,11 +1,29 @@
-"""The SQLite gradebook: students, submissions and test results. Regrading replaces a row, never duplicates it."""
+"""The SQLite gradebook: students, submissions and test results. Regrading replaces a row, never duplicates it.
+
+Each result is recorded in one transaction: its ``submissions`` row, its ``test_results`` rows and the whole result as
+JSON (``result_json``, with the ``fingerprint`` of the grading that produced it), so a later run can report a student
+again without regrading them. The database runs in WAL mode with a busy timeout; SQLite's journal makes a write cut
+short by a crash (even SIGKILL) invisible: the next open sees the gradebook as it was before that transaction.
+
+The schema's version is SQLite's ``user_version``. Version 0 is a gradebook written before versioning (no
+``result_json`` and ``fingerprint`` columns); opening one adds them, and its rows are regraded on the next run since
+they hold no stored result.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+from grader.errors import ConfigurationError
+from grader.record.result_json import ResultFormatError, result_from_json, result_to_json
 from grader.results import SubmissionResult
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 30.0
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS students (
@@ -25,6 +43,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     submitted_at TEXT NOT NULL,
     graded_at TEXT NOT NULL,
     duration_s REAL NOT NULL,
+    fingerprint TEXT NOT NULL DEFAULT '',
+    result_json TEXT,
     UNIQUE (student, assignment)
 );
 CREATE TABLE IF NOT EXISTS test_results (
@@ -42,41 +62,112 @@ CREATE TABLE IF NOT EXISTS test_results (
     PRIMARY KEY (submission_id, check_id)
 );
 """
+# Columns added since the first, unversioned schema: what an older gradebook's submissions table lacks.
+ADDED_COLUMNS = {
+    "fingerprint": "TEXT NOT NULL DEFAULT ''",
+    "result_json": "TEXT",
+}
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """What the gradebook holds for one student: enough to decide whether grading again would change anything."""
+
+    student: str
+    sha256: str
+    fingerprint: str
+    result: SubmissionResult | None  # None: no stored result (an older gradebook) or one that no longer reads
 
 
 class Gradebook:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.connection = sqlite3.connect(path)
-        self.connection.execute("PRAGMA foreign_keys = ON")
-        self.connection.executescript(SCHEMA)
+        # Autocommit mode: every transaction is an explicit BEGIN ... COMMIT (see _transaction), DDL included.
+        self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            self.connection.execute("PRAGMA journal_mode = WAL")
+            self.connection.execute("PRAGMA foreign_keys = ON")
+            self._migrate()
+        except BaseException as exc:
+            self.connection.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise ConfigurationError(f"{path} is not a gradebook this grader can open ({exc}); "
+                                         "move it away or grade into another --out folder") from exc
+            raise
 
-    def record(self, result: SubmissionResult) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.connection
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._transaction() as db:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise ConfigurationError(f"the gradebook has schema version {version}, newer than this grader's "
+                                         f"({SCHEMA_VERSION}); grade with the newer grader or into another --out")
+            if version == SCHEMA_VERSION:
+                return
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            present = {row[1] for row in db.execute("PRAGMA table_info(submissions)")}
+            for column, declaration in ADDED_COLUMNS.items():
+                if column not in present:
+                    db.execute(f"ALTER TABLE submissions ADD COLUMN {column} {declaration}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @property
+    def schema_version(self) -> int:
+        return self.connection.execute("PRAGMA user_version").fetchone()[0]
+
+    def record(self, result: SubmissionResult, *, fingerprint: str = "") -> None:
         """Store one student's result in a single transaction."""
-        with self.connection:
-            self.connection.execute("INSERT OR IGNORE INTO students (student) VALUES (?)", (result.student,))
-            (submission_id,) = self.connection.execute(
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO students (student) VALUES (?)", (result.student,))
+            (submission_id,) = db.execute(
                 """INSERT INTO submissions (student, assignment, source, kind, sha256, status, reason, score,
-                                            max_score, submitted_at, graded_at, duration_s)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            max_score, submitted_at, graded_at, duration_s, fingerprint, result_json)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                    ON CONFLICT (student, assignment) DO UPDATE SET
                      source = excluded.source, kind = excluded.kind, sha256 = excluded.sha256,
                      status = excluded.status, reason = excluded.reason, score = excluded.score,
                      max_score = excluded.max_score, submitted_at = excluded.submitted_at,
-                     graded_at = excluded.graded_at, duration_s = excluded.duration_s
+                     graded_at = excluded.graded_at, duration_s = excluded.duration_s,
+                     fingerprint = excluded.fingerprint, result_json = excluded.result_json
                    RETURNING id""",
                 (result.student, result.assignment, result.source, result.kind, result.sha256, result.status,
                  result.reason, result.score, result.max_score, result.submitted_at, result.graded_at,
-                 result.duration_s),
+                 result.duration_s, fingerprint, result_to_json(result)),
             ).fetchone()
-            self.connection.execute("DELETE FROM test_results WHERE submission_id = ?", (submission_id,))
-            self.connection.executemany(
+            db.execute("DELETE FROM test_results WHERE submission_id = ?", (submission_id,))
+            db.executemany(
                 """INSERT INTO test_results (submission_id, check_id, question, title, visibility, status, score,
                                              max_score, message, detail, seed)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [(submission_id, c.check_id, c.question, c.title, c.visibility, c.status, c.score, c.max_score,
                   c.message, c.detail, c.seed) for c in result.checks],
             )
+
+    def stored(self, assignment: str) -> dict[str, StoredResult]:
+        """Every student's stored result for ``assignment``, by student."""
+        found = {}
+        rows = self.connection.execute(
+            "SELECT student, sha256, fingerprint, result_json FROM submissions WHERE assignment = ?", (assignment,))
+        for student, sha256, fingerprint, text in rows:
+            result = None
+            if text is not None:
+                try:
+                    result = result_from_json(text)
+                except (ResultFormatError, TypeError):
+                    result = None
+            found[student] = StoredResult(student, sha256, fingerprint, result)
+        return found
 
     def close(self) -> None:
         self.connection.close()

@@ -1,0 +1,53 @@
+"""The grading fingerprint: a hash of everything besides the submission that decides its result.
+
+A stored result is reused only when it was graded under the same fingerprint: the same files in the assignment's
+solutions folder (checks, references, provided code, limits), the same grader version, the same device, and the same
+torch and NumPy releases. Change any of them and the next run regrades everyone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+from pathlib import Path
+
+from grader import __version__
+from grader.check.spec import Assignment
+
+IGNORED_PARTS = {"__pycache__"}
+
+
+def _package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
+def solutions_files(folder: Path) -> list[Path]:
+    """The files that make up an assignment's solutions, in a stable order (caches and hidden files left out)."""
+    files = []
+    for path in folder.rglob("*"):
+        parts = path.relative_to(folder).parts
+        if path.is_file() and not any(p in IGNORED_PARTS or p.startswith(".") for p in parts) \
+                and path.suffix not in (".pyc", ".pyo"):
+            files.append(path)
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def grading_fingerprint(assignment: Assignment, *, device: str) -> str:
+    digest = hashlib.sha256()
+
+    def add(label: str, value: bytes) -> None:
+        digest.update(f"{label}\0{len(value)}\0".encode())
+        digest.update(value)
+
+    add("grader", __version__.encode())
+    add("assignment", assignment.name.encode())
+    add("device", device.encode())
+    for package in ("torch", "numpy"):
+        add(package, _package_version(package).encode())
+    if assignment.folder is not None:
+        for path in solutions_files(assignment.folder):
+            add(f"file:{path.relative_to(assignment.folder).as_posix()}", path.read_bytes())
+    return digest.hexdigest()

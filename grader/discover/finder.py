@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 from grader.errors import ConfigurationError
 
 KINDS = {".ipynb": "notebook", ".py": "python"}
+WHAT = {"notebook": "notebook (.ipynb)", "python": "Python file (.py)"}  # as messages name the file to submit
 IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
 
 
@@ -19,6 +21,9 @@ class Submission:
     kind: str  # notebook or python
     submitted_at: datetime
     notes: tuple[str, ...] = ()
+    # Why the file must not or cannot be read (a link out of the folder, a folder named like a file, ...), found
+    # while discovering; reading the submission then refuses it with this message.
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -27,48 +32,100 @@ class Skipped:
     reason: str
 
 
+def _kind(path: Path) -> str | None:
+    return KINDS.get(path.suffix.lower())
+
+
 def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+    try:
+        seconds = path.stat().st_mtime
+    except OSError:  # a broken link: its own time
+        seconds = path.lstat().st_mtime
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def _link_problem(path: Path, shown: str, root: Path) -> str:
+    """Why the grader will not follow ``path`` (a broken link, a loop, a link out of ``root``), or ""."""
+    kind = _kind(path)
+    submit = f"submit your {WHAT[kind]} itself" if kind else "submit your files themselves"
+    try:
+        resolved = path.resolve(strict=True)
+    except FileNotFoundError:
+        return f"{shown} is a link to a file that does not exist: {submit}"
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
+        return f"{shown} is a link that leads nowhere (a loop): {submit}"
+    if not resolved.is_relative_to(root):
+        # A student could otherwise hand in a link to the solutions and have them graded as their code.
+        target = "folder" if resolved.is_dir() else "file"
+        return (f"{shown} is a link to a {target} outside the submissions folder, which the grader does not "
+                f"follow: {submit}")
+    return ""
+
+
+def _problem(path: Path, shown: str, root: Path) -> str:
+    """Why ``path`` is not a plain file inside ``root`` that the grader may read, or ""; ``shown`` names it."""
+    if problem := _link_problem(path, shown, root):
+        return problem
+    what = WHAT[_kind(path) or "python"]
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return ""  # reading it will say what is wrong
+    if stat.S_ISDIR(mode):
+        return f"{shown} is a folder, not a {what}: submit the file itself"
+    if not stat.S_ISREG(mode):  # a named pipe would block the grader forever
+        return f"{shown} is not a regular file: submit your {what} itself"
+    return ""
 
 
 def _candidates(folder: Path) -> list[Path]:
     found = []
-    for path in sorted(folder.rglob("*")):
+    for path in sorted(folder.rglob("*")):  # rglob does not descend into linked folders
         parts = path.relative_to(folder).parts
         if any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
             continue
-        if path.is_file() and path.suffix in KINDS:
+        if _kind(path) and (path.is_symlink() or path.is_file()):  # a broken link is reported, not passed over
             found.append(path)
     return found
 
 
 def discover(directory: Path) -> tuple[list[Submission], list[Skipped]]:
-    """Every submission in ``directory``, one per student (the newest file when a student has several)."""
+    """Every submission in ``directory``, one per student (the newest readable file when a student has several)."""
     if not directory.is_dir():
         raise ConfigurationError(f"submissions folder {directory} does not exist")
+    root = directory.resolve()
     by_student: dict[str, list[Path]] = {}
     skipped: list[Skipped] = []
     for entry in sorted(directory.iterdir()):
         if entry.name.startswith(".") or entry.name in IGNORED_DIRS or entry.name.lower() == "readme.md":
             continue
-        if entry.is_dir():
+        if entry.is_dir() and not _link_problem(entry, entry.name, root):
+            # A folder named like a file (bob.ipynb/) belongs to its stem; empty, it is that student's broken file.
+            student = entry.stem if _kind(entry) else entry.name
             files = _candidates(entry)
             if files:
-                by_student.setdefault(entry.name, []).extend(files)
+                by_student.setdefault(student, []).extend(files)
+            elif _kind(entry):
+                by_student.setdefault(student, []).append(entry)
             else:
                 skipped.append(Skipped(entry, "folder holds no .ipynb or .py file"))
-        elif entry.suffix in KINDS:
-            by_student.setdefault(entry.stem, []).append(entry)
+        elif _kind(entry) or entry.is_dir():  # a file, a broken link, or a link to a folder outside
+            by_student.setdefault(entry.stem if _kind(entry) else entry.name, []).append(entry)
         else:
             skipped.append(Skipped(entry, f"not a notebook or Python file ({entry.suffix or 'no extension'})"))
     submissions = []
     for student, files in sorted(by_student.items()):
-        files.sort(key=lambda p: (_mtime(p), p.suffix == ".ipynb", p.name))
+        problems = {p: _problem(p, str(p.relative_to(directory)), root) for p in files}
+        # Readable files first, then the newest; a notebook wins a tie with a .py.
+        files.sort(key=lambda p: (not problems[p], _mtime(p), _kind(p) == "notebook", p.name))
         chosen = files[-1]
         notes: tuple[str, ...] = ()
         if len(files) > 1:
             others = ", ".join(str(p.relative_to(directory)) for p in files[:-1])
-            notes = (f"{len(files)} files found for {student}; graded the newest, "
+            newest = _mtime(chosen) == max(_mtime(p) for p in files)
+            which = "the newest" if newest else "the newest one that can be read"
+            notes = (f"{len(files)} files found for {student}; graded {which}, "
                      f"{chosen.relative_to(directory)} (not {others})",)
-        submissions.append(Submission(student, chosen, KINDS[chosen.suffix], _mtime(chosen), notes))
+        submissions.append(Submission(student, chosen, _kind(chosen) or "python", _mtime(chosen), notes,
+                                      problems[chosen]))
     return submissions, skipped

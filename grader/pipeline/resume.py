@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.discover import Submission
+from grader.discover import MAX_SUBMISSION_BYTES, Submission
 from grader.record.gradebook import StoredResult
 from grader.results import INTERNAL, SubmissionResult
 
@@ -37,6 +37,8 @@ def source_of(submission: Submission, root: Path) -> str:
 
 def _sha256(path: Path) -> str | None:
     try:
+        if path.stat().st_size > MAX_SUBMISSION_BYTES:
+            return None  # refused unread, and so regraded (at no cost)
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None  # graded, and the result says why it could not be read
@@ -52,6 +54,7 @@ def reusable(submission: Submission, stored: StoredResult | None, *, fingerprint
             and result.source == source_of(submission, root)
             and result.kind == submission.kind
             and result.student == submission.student
+            and not submission.problem  # a link out of the folder or a named pipe: never read (a pipe would hang)
             and stored.sha256 == result.sha256 == _sha256(submission.path))
 
 

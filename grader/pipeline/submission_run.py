@@ -10,7 +10,7 @@ from pathlib import Path
 from grader.check.runner import SubmissionRunner, not_run
 from grader.check.seeds import check_seed
 from grader.check.spec import Assignment
-from grader.discover import Program, Submission, read_program
+from grader.discover import Program, Submission, read_submission
 from grader.errors import CallTimedOut, InvalidSubmission, SubmissionError
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit
@@ -55,13 +55,9 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
     units: tuple[UnitResult, ...] = ()
     answers: tuple[WrittenAnswer, ...] = ()
     environment: dict[str, str] = {}
-    data = b""
+    digest = hashlib.sha256()  # of the file's bytes, which are not kept: a notebook's outputs can be large
     try:
-        data = submission.path.read_bytes()
-        program = read_program(data, kind=submission.kind, name=submission.path.name,
-                               written_ids=[w.id for w in assignment.written])
-    except OSError as exc:
-        program, status, reason = None, INVALID, f"the file could not be read: {exc.strerror}"
+        program = read_submission(submission, written_ids=[w.id for w in assignment.written], digest=digest)
     except InvalidSubmission as exc:
         program, status, reason = None, INVALID, exc.message
     questions: tuple[QuestionResult, ...]
@@ -97,7 +93,7 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
         assignment=assignment.name,
         source=str(submission.path.relative_to(root)) if submission.path.is_relative_to(root) else str(submission.path),
         kind=submission.kind,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=digest.hexdigest(),
         status=status,
         reason=reason,
         questions=questions,

@@ -9,7 +9,7 @@ SUBMISSIONS ?= tests/submissions/$(ASSIGNMENT)
 OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 
-.PHONY: install grade test lint clean
+.PHONY: install system-deps grade test lint clean
 
 install: $(STAMP)
 
@@ -18,6 +18,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# bubblewrap isolates student code (see the README's security model); without it the grader degrades and warns.
+system-deps:
+	@command -v bwrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; \
+	  else echo "install bubblewrap with your package manager (e.g. sudo apt-get install bubblewrap)"; exit 1; fi; }
 
 grade: $(STAMP)
 	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))

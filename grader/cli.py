@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from grader import __version__
 from grader.errors import GraderError
+from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import grade_class
 from grader.results import SubmissionResult
@@ -25,10 +28,21 @@ def _print_plan(to_grade: int, unchanged: int) -> None:
         print(f"{unchanged} unchanged since the last run (use --force to regrade); grading {to_grade}.", flush=True)
 
 
+def _print_sandbox(mode: str) -> None:
+    """Once per run, before grading: which isolation layers protect this machine, and which do not."""
+    layers = isolation.detect(mode)
+    print(f"{layers.describe()} (grader pid {os.getpid()})", flush=True)
+    if layers.missing:
+        print("warning: student code runs with less isolation than on a Linux machine with bubblewrap and cgroups; "
+              "see the README's security model", file=sys.stderr, flush=True)
+
+
 def _grade(args: argparse.Namespace) -> int:
+    _print_sandbox(args.sandbox)
     run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
                       jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device, force=args.force,
-                      progress=_print_progress, planned=_print_plan)
+                      limit_overrides=args.limit, sandbox=args.sandbox, progress=_print_progress,
+                      planned=_print_plan)
     graded = sum(1 for r in run.results if r.status == "graded")
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.results)}" \
         if run.unchanged else ""
@@ -38,6 +52,8 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"  kept in the gradebook, no submission found now: {', '.join(run.missing)}")
     for skipped in run.skipped:
         print(f"  skipped {skipped.path}: {skipped.reason}")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+    print(f"Peak memory of the grader: {peak:.0f} MiB")
     print(f"Dashboard: {run.dashboard.resolve()}")
     if run.internal_errors:
         print(f"error: the grader failed on {run.internal_errors} check(s); see the reports", file=sys.stderr)
@@ -56,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: CPU count)")
     grade.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
     grade.add_argument("--device", default="cpu", help="torch device for student code (cpu, cuda)")
+    grade.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
+                       help="override one of the assignment's limits, e.g. call_seconds=20 or memory_bytes=2G "
+                            "(repeatable; names in grader/execute/limits.py)")
+    grade.add_argument("--sandbox", choices=isolation.MODES, default="auto",
+                       help="isolation: auto (every layer this machine offers), require (refuse to grade without "
+                            "the namespace layer), off (rlimits only, for debugging)")
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, even those unchanged since the last run into --out")
     grade.set_defaults(run=_grade)

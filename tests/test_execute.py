@@ -209,3 +209,38 @@ def test_killing_the_process_leaves_nothing_running() -> None:
     with loaded(source) as (process, _):
         pgid = process.popen.pid
     assert group_is_gone(pgid)
+
+
+def test_an_array_larger_than_the_limit_is_described_not_sent() -> None:
+    limits = Limits(call_seconds=5.0, unit_seconds=2.0, submission_seconds=60.0, max_array_elements=1000)
+    with loaded("import torch\ndef big():\n    return torch.zeros(100, 100)\n", limits=limits) as (process, _), \
+            question(process) as code:
+        value = code.function("big")()
+        assert value.shape == (100, 100) and value.array is None
+
+
+def test_a_reply_announcing_too_large_an_array_is_refused_before_it_is_read() -> None:
+    """Student code can replace the child's own encoder; the grader still judges the announced shape first."""
+    source = """
+        import sys, torch
+        encoder = sys.modules["values"]
+        honest = encoder.encode
+        encoder.encode = lambda value, blobs, depth=0, **kw: honest(value, blobs, depth, max_elements=10**12)
+        def big():
+            return torch.zeros(100, 100)
+    """
+    limits = Limits(call_seconds=5.0, unit_seconds=2.0, submission_seconds=60.0, max_array_elements=1000)
+    with loaded(source, limits=limits) as (process, _), question(process) as code:
+        with pytest.raises(ProcessDied, match=r"array of shape \(100, 100\) is larger than the grader reads"):
+            code.function("big")()
+        assert not process.alive
+
+
+def test_a_unit_that_ignores_its_alarm_is_blamed_by_index() -> None:
+    from grader.execute.process import LoadInterrupted
+
+    source = ["x = 1", "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass", "y = 2"]
+    limits = Limits(call_seconds=2.0, unit_seconds=0.5, submission_seconds=60.0)
+    with pytest.raises(LoadInterrupted) as caught, loaded(source, limits=limits):
+        pass
+    assert caught.value.index == 1 and isinstance(caught.value.cause, CallTimedOut)

@@ -18,8 +18,9 @@ from grader.check.seeds import check_seed
 from grader.check.spec import Assignment, CheckSpec, Question
 from grader.discover.program import Program
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
+from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
-from grader.execute.process import LoadedUnit, StudentProcess
+from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
 from grader.execute.student import StudentCode
 from grader.results import (
     CRASHED,
@@ -42,6 +43,19 @@ class _QuestionRun:
     stderr: str = ""
 
 
+def _failed_unit(label: str, cause: CallTimedOut | ProcessDied) -> LoadedUnit:
+    if isinstance(cause, CallTimedOut):
+        status, kind = "timeout", "Timeout"
+        message = (f"{label} ran past its time limit and did not stop when interrupted, so its process was "
+                   "killed; your code was started again without it")
+    else:
+        status, kind = "crashed", "ProcessDied"
+        how = cause.message[cause.message.rfind("("):] if cause.message.endswith(")") else ""
+        message = f"{label} ended the process {how}; your code was started again without it".replace("  ", " ")
+    return LoadedUnit(status=status, stdout="", stderr="", dropped=0, error_type=kind, error_message=message,
+                      traceback="", notes=())
+
+
 def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
     return CheckResult(check.id, check.question, check.title, check.visibility, NOT_RUN, 0.0, check.points,
                        reason, reason, seed)
@@ -49,40 +63,61 @@ def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
 
 class SubmissionRunner:
     def __init__(self, *, assignment: Assignment, student: str, program: Program, limits: Limits,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", sandbox: Sandbox | None = None) -> None:
         self.assignment = assignment
         self.student = student
         self.program = program
         self.limits = limits
         self.device = device
+        self.sandbox = sandbox
         self.deadline = time.monotonic() + limits.submission_seconds
         self.process: StudentProcess | None = None
         self.units: list[LoadedUnit] = []
+        self.failed_units: dict[int, LoadedUnit] = {}  # units that hung or killed the process: skipped on restart
         self.hello: dict = {}
         self.restarts = 0
+        self.raw_output = ""
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
-        """Start the student's process and run the program; raises CallTimedOut or ProcessDied."""
-        self.close()
-        self.process = StudentProcess(limits=self.limits, deadline=self.deadline)
-        self.hello = self.process.start()
-        units = self.process.load(units=self.program.wire_units(), module_name=self.program.module_name,
-                                  stop_on_exit=self.program.stop_on_exit,
-                                  withheld=self.assignment.withheld_names, device=self.device)
-        if not self.units:
-            self.units = units
-        return units
+        """Start the student's process and run the program; raises CallTimedOut or ProcessDied.
+
+        A unit that hangs past its limit or ends the process is recorded and skipped on a fresh start, as a
+        notebook kernel that died in one cell would be restarted for the next: the rest is still graded.
+        """
+        while True:
+            self.close()
+            self.process = StudentProcess(limits=self.limits, deadline=self.deadline, sandbox=self.sandbox,
+                                          device=self.device)
+            self.hello = self.process.start()
+            try:
+                units = self.process.load(units=self.program.wire_units(), module_name=self.program.module_name,
+                                          stop_on_exit=self.program.stop_on_exit,
+                                          withheld=self.assignment.withheld_names, skip=self.failed_units)
+            except LoadInterrupted as exc:
+                if exc.index in self.failed_units or len(self.failed_units) >= self.limits.restarts:
+                    raise exc.cause from None
+                self.failed_units[exc.index] = _failed_unit(self.program.units[exc.index].label, exc.cause)
+                self.restarts += 1
+                continue
+            units = [self.failed_units.get(i, unit) for i, unit in enumerate(units)]
+            if not self.units:
+                self.units = units
+            return units
 
     def close(self) -> None:
         if self.process is not None:
             self.process.close()
+            raw = self.process.raw_output()
+            if raw.strip() and len(self.raw_output) < self.limits.raw_output_bytes:
+                self.raw_output += raw[: self.limits.raw_output_bytes - len(self.raw_output)]
             self.process = None
 
     def _load_hint(self) -> str:
         for program_unit, unit in zip(self.program.units, self.units):
-            if unit.status in ("error", "timeout", "exit"):
-                what = "timed out" if unit.status == "timeout" else f"raised {unit.error_type}"
+            if unit.status in ("error", "timeout", "exit", "crashed"):
+                what = {"timeout": "timed out", "crashed": "ended the process"}.get(unit.status,
+                                                                                f"raised {unit.error_type}")
                 return f"{program_unit.label} {what} while loading, which may be why"
         return ""
 
@@ -108,10 +143,11 @@ class SubmissionRunner:
                  f"{', '.join(owners)}."]
         if all(o in done and done[o].score == done[o].max_score for o in owners):
             return checks, notes
-        own = self._run_question(question, self.assignment.checks_for(question.id), ())
+        # Only informative: when the student's own code hangs or crashes here, it is not restarted for it.
+        own = self._run_question(question, self.assignment.checks_for(question.id), (), restart=False)
         changed = []
         for with_reference, with_own in zip(checks, own.checks):
-            if with_reference.passed and not with_own.passed:
+            if with_reference.passed and with_own.status not in (PASSED, NOT_RUN):
                 note = f"With your own {names}, this check fails: {with_own.message}"
                 changed.append(dataclasses.replace(with_reference, notes=(*with_reference.notes, note)))
             else:
@@ -120,7 +156,8 @@ class SubmissionRunner:
             notes.append(f"Using the reference {names} changed the outcome of some checks (marked below).")
         return changed, notes
 
-    def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str]) -> _QuestionRun:
+    def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str], *,
+                      restart: bool = True) -> _QuestionRun:
         run = _QuestionRun()
         pending = list(checks)
         source = self.assignment.provided_source if provided else None
@@ -130,6 +167,10 @@ class SubmissionRunner:
                 run.checks += [not_run(c, self._seed(c), reason) for c in pending]
                 break
             if self.process is None or not self.process.alive:
+                if not restart and run.checks:
+                    reason = "not run: your code hung or crashed on an earlier check of this comparison"
+                    run.checks += [not_run(c, self._seed(c), reason) for c in pending]
+                    break
                 try:
                     self.restarts += 1
                     self.load()

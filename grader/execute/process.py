@@ -7,25 +7,29 @@ reply, a ``CallTimedOut`` or a ``ProcessDied``; on either of the last two the wh
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import signal
 import subprocess
-import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from grader.errors import CallTimedOut, InfrastructureError, ProcessDied
+from grader.execute import isolation
+from grader.execute.cgroups import Cgroup
 from grader.execute.child import wire
+from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 
-CHILD_MAIN = Path(__file__).resolve().parent / "child" / "main.py"
 STARTUP_SECONDS = 60.0  # importing torch in a fresh interpreter; generous for a loaded laptop
+UNIT_MARGIN_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -49,11 +53,11 @@ class QuestionOutput:
     dropped: int
 
 
-def _child_env(scratch: Path) -> dict[str, str]:
+def _child_env(home: str) -> dict[str, str]:
     return {
         "PATH": os.defpath,
-        "HOME": str(scratch),
-        "TMPDIR": str(scratch),
+        "HOME": home,
+        "TMPDIR": home,
         "LANG": "C.UTF-8",
         "PYTHONHASHSEED": "0",  # set iteration order, so a rerun gives the same results
         "PYTHONDONTWRITEBYTECODE": "1",
@@ -63,44 +67,95 @@ def _child_env(scratch: Path) -> dict[str, str]:
     }
 
 
-class StudentProcess:
-    """One running submission. Use as a context manager so the process group is always killed."""
+class LoadInterrupted(Exception):
+    """The process died or hung in one code unit while loading; the runner may start again without that unit."""
 
-    def __init__(self, *, limits: Limits, deadline: float, python: str = sys.executable) -> None:
+    def __init__(self, index: int, cause: CallTimedOut | ProcessDied) -> None:
+        super().__init__(cause.message)
+        self.index = index
+        self.cause = cause
+
+
+class _RawOutput:
+    """Drains the process's own stdout/stderr (C extensions, os.write) on a thread, keeping the first bytes only."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.dropped = 0
+        self._thread = threading.Thread(target=self._drain, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        with stream:
+            while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+                room = self.cap - len(self.kept)
+                self.kept += chunk[:max(room, 0)]
+                self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def text(self) -> str:
+        self._thread.join(timeout=1.0)  # a grandchild that kept the pipe open must not hold up grading
+        return bytes(self.kept).decode("utf-8", "replace")
+
+
+class StudentProcess:
+    """One running submission. Use as a context manager so every process it started is always killed."""
+
+    def __init__(self, *, limits: Limits, deadline: float, sandbox: Sandbox | None = None,
+                 device: str = "cpu") -> None:
         self.limits = limits
         self.deadline = deadline
-        self.python = python
+        self.sandbox = sandbox if sandbox is not None else isolation.detect("auto")
+        self.device = device
         self.popen: subprocess.Popen[bytes] | None = None
         self.hello: dict[str, Any] = {}
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self._raw_output = None
+        self._cgroup: Cgroup | None = None
+        self._raw: _RawOutput | None = None
         self._to_child = -1
         self._from_child = -1
+        self._oom = False
 
     # ----- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
-        self._scratch = tempfile.TemporaryDirectory(prefix="grader-scratch-")
-        scratch = Path(self._scratch.name)
-        self._raw_output = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        sandbox = self.sandbox
+        if sandbox.bwrap:
+            home, cwd = "/tmp", "/"  # a private tmpfs inside the sandbox; nothing on this machine's disk
+        else:
+            self._scratch = tempfile.TemporaryDirectory(prefix="grader-scratch-")
+            home = cwd = self._scratch.name
+        rlimits: dict[str, int | None] = {**self.limits.rlimits(),
+                                           "processes": isolation.nproc_limit(self.limits, sandbox)}
         child_read, grader_write = os.pipe()
         grader_read, child_write = os.pipe()
         try:
+            if sandbox.cgroups:
+                self._cgroup = Cgroup(sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
+                                      processes=self.limits.processes)
+            env = _child_env(home)
+            argv = sandbox.command([str(child_read), str(child_write), json.dumps(rlimits)], env=env,
+                                   device=self.device, scratch=Path(home), limits=self.limits,
+                                   procs_files=self._cgroup.procs_files if self._cgroup else [])
             self.popen = subprocess.Popen(
-                [self.python, "-s", "-P", str(CHILD_MAIN), str(child_read), str(child_write),
-                 json.dumps(self.limits.rlimits())],
+                argv,
                 pass_fds=(child_read, child_write),
                 stdin=subprocess.DEVNULL,
-                stdout=self._raw_output,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                cwd=scratch,
-                env=_child_env(scratch),
+                cwd=cwd,
+                env=env,
                 start_new_session=True,  # its own process group, so one killpg ends everything it started
             )
         except OSError as exc:
-            raise InfrastructureError(f"cannot start {self.python}: {exc}") from exc
+            for fd in (grader_read, grader_write):
+                os.close(fd)
+            self.kill()
+            raise InfrastructureError(f"cannot start the student's process: {exc}") from exc
         finally:
             os.close(child_read)
             os.close(child_write)
+        assert self.popen.stdout is not None
+        self._raw = _RawOutput(self.popen.stdout, self.limits.raw_output_bytes)
         self._to_child, self._from_child = grader_write, grader_read
         header, _ = self._receive(min(STARTUP_SECONDS, self._remaining()), waiting_for="start-up")
         if header.get("op") != "hello":
@@ -109,20 +164,42 @@ class StudentProcess:
         return header
 
     def load(self, *, units: Sequence[dict[str, Any]], module_name: str, stop_on_exit: bool,
-             withheld: Sequence[str], device: str = "cpu") -> list[LoadedUnit]:
+             withheld: Sequence[str], skip: Collection[int] = ()) -> list[LoadedUnit]:
+        """Run the program, unit by unit; raises LoadInterrupted naming the unit that hung or killed the process."""
         request = {"op": "load", "units": list(units), "module_name": module_name, "stop_on_exit": stop_on_exit,
                    "withheld": list(withheld), "unit_seconds": self.limits.unit_seconds,
-                   "stream_cap": self.limits.stream_cap, "device": device}
-        header, _ = self.request(request, timeout=self._remaining(), waiting_for="your code to finish loading")
-        if header.get("op") != "loaded" or len(header.get("units", ())) != len(units):
+                   "stream_cap": self.limits.stream_cap, "device": self.device, "skip": sorted(skip),
+                   "max_elements": self.limits.max_array_elements}
+        self._send(request)
+        loaded: list[LoadedUnit] = []
+        for index in range(len(units)):
+            # The child stops a unit itself at unit_seconds; the margin is for code that blocks or ignores SIGALRM.
+            limit = self.limits.unit_seconds + UNIT_MARGIN_SECONDS
+            try:
+                header, _ = self._receive(min(limit, self._remaining()), waiting_for="your code to finish loading")
+            except (CallTimedOut, ProcessDied) as exc:
+                if isinstance(exc, CallTimedOut) and self._remaining() <= 0:
+                    raise
+                raise LoadInterrupted(index, exc) from None
+            if header.get("op") != "unit" or header.get("index") != index or not isinstance(header.get("unit"), dict):
+                self.kill()
+                raise ProcessDied("the student's process answered the load request with something else")
+            loaded.append(_loaded_unit(header["unit"]))
+        header, _ = self._receive(min(self.limits.call_seconds, self._remaining()), waiting_for="the end of loading")
+        if header.get("op") != "loaded":
+            self.kill()
             raise ProcessDied("the student's process answered the load request with something else")
-        return [_loaded_unit(u) for u in header["units"]]
+        return loaded
 
     def kill(self) -> None:
         if self.popen is not None:
             with suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait()
+        if self._cgroup is not None:
+            self._oom = self._oom or self._cgroup.out_of_memory()
+            self._cgroup.close()  # whatever escaped the process group: a daemon that called setsid
+            self._cgroup = None
         for fd in (self._to_child, self._from_child):
             if fd >= 0:
                 os.close(fd)
@@ -131,18 +208,17 @@ class StudentProcess:
             self._scratch.cleanup()
             self._scratch = None
 
-    def raw_output(self, limit: int = 16 << 10) -> str:
+    def raw_output(self) -> str:
         """What reached the process's own stdout/stderr (C extensions, os.write), not captured per cell."""
-        if self._raw_output is None:
+        if self._raw is None:
             return ""
-        self._raw_output.seek(0)
-        return self._raw_output.read(limit).decode("utf-8", "replace")
+        text = self._raw.text()
+        if self._raw.dropped:
+            text += f"\n[... {self._raw.dropped} more bytes not kept]"
+        return text
 
     def close(self) -> None:
         self.kill()
-        if self._raw_output is not None:
-            self._raw_output.close()
-            self._raw_output = None
 
     def __enter__(self) -> StudentProcess:
         return self
@@ -207,10 +283,28 @@ class StudentProcess:
             return b"".join(chunks)
 
         try:
-            return wire.read_message(read_exact, max_total=self.limits.max_message_bytes)
+            return wire.read_message(read_exact, max_total=self.limits.max_message_bytes,
+                                     max_blob=self.limits.max_array_elements * 16 + 4096,
+                                     validate=self._validate_header)
         except wire.WireError as exc:
             self.kill()
             raise ProcessDied(f"the student's process sent an invalid reply: {exc}") from None
+
+    def _validate_header(self, header: dict[str, Any]) -> None:
+        """Refuse a reply announcing an array larger than the limit, before a byte of it is read."""
+        limit = self.limits.max_array_elements
+        stack = [header.get("value")]
+        while stack:
+            desc = stack.pop()
+            if isinstance(desc, dict):
+                if desc.get("kind") in ("tensor", "ndarray") and desc.get("data"):
+                    shape = desc.get("shape")
+                    if not isinstance(shape, list) or not all(isinstance(n, int) and n >= 0 for n in shape):
+                        raise wire.WireError("an array in the reply has a malformed shape")
+                    if math.prod(shape) > limit:
+                        raise wire.WireError(f"an array of shape {tuple(shape)} is larger than the grader reads "
+                                             f"({limit} entries)")
+                stack.extend(desc.get("items") or ())
 
     def _died(self, message: str) -> None:
         code = None
@@ -218,9 +312,15 @@ class StudentProcess:
             with suppress(subprocess.TimeoutExpired):
                 code = self.popen.wait(timeout=2)
         self.kill()
-        if code is not None and code < 0:
+        if self.sandbox.bwrap and code is not None and code > 128:
+            code = -(code - 128)  # bubblewrap reports a child killed by signal N as 128 + N
+        if self._oom:
+            message += f" (killed: out of memory; the limit is {self.limits.memory_bytes / 2**30:g} GiB)"
+        elif code is not None and code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
-            message += f" (killed by {name}{', likely out of memory' if name == 'SIGKILL' else ''})"
+            # Without a memory cgroup to ask, an unexplained SIGKILL is most often the kernel's OOM killer.
+            guess = name == "SIGKILL" and not (self.sandbox.cgroups and "memory" in self.sandbox.cgroups.controllers)
+            message += f" (killed by {name}{', likely out of memory' if guess else ''})"
         elif code is not None:
             message += f" (exit code {code})"
         raise ProcessDied(message)

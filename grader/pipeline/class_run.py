@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +19,9 @@ from pathlib import Path
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Skipped, Submission, discover
+from grader.execute import isolation
+from grader.execute.isolation import Sandbox
+from grader.execute.limits import Limits
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import plan_resume
@@ -76,23 +79,33 @@ def _write_student(out_dir: Path, result: SubmissionResult, title: str) -> None:
 
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
+                limit_overrides: Sequence[str] = (), sandbox: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None) -> ClassRun:
+    """Grade every submission in ``submissions_dir`` into ``out_dir``.
+
+    ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
+    isolation mode (auto, require, off; see grader.execute.isolation).
+    """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
+    limits = spec.limits.with_overrides(limit_overrides)
+    layers = isolation.detect(sandbox)
     submissions, skipped = discover(submissions_dir)
     with output_lock(out_dir):
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
-                             device=device, force=force, progress=progress, planned=planned)
+                             device=device, force=force, limits=limits, layers=layers, progress=progress,
+                             planned=planned)
 
 
 def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
-                  out_dir: Path, jobs: int | None, device: str, force: bool, progress: Progress | None,
-                  planned: Planned | None) -> ClassRun:
+                  out_dir: Path, jobs: int | None, device: str, force: bool, limits: Limits, layers: Sandbox,
+                  progress: Progress | None, planned: Planned | None) -> ClassRun:
     remove_partial_writes(out_dir)
-    fingerprint = grading_fingerprint(spec, device=device)
+    fingerprint = grading_fingerprint(spec, device=device, limits=limits)
 
     def grade(submission: Submission) -> SubmissionResult:
         try:
-            return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device)
+            return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device,
+                                    limits=limits, sandbox=layers)
         except Exception:  # a grader bug on one submission must not cost the class its results
             return _internal_error(submission, spec, submissions_dir)
 

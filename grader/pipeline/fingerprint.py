@@ -13,6 +13,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.check.spec import Assignment
+from grader.execute.limits import Limits
 
 IGNORED_PARTS = {"__pycache__"}
 
@@ -35,7 +36,7 @@ def solutions_files(folder: Path) -> list[Path]:
     return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
 
 
-def grading_fingerprint(assignment: Assignment, *, device: str) -> str:
+def grading_fingerprint(assignment: Assignment, *, device: str, limits: Limits | None = None) -> str:
     digest = hashlib.sha256()
 
     def add(label: str, value: bytes) -> None:
@@ -45,6 +46,7 @@ def grading_fingerprint(assignment: Assignment, *, device: str) -> str:
     add("grader", __version__.encode())
     add("assignment", assignment.name.encode())
     add("device", device.encode())
+    add("limits", repr(limits or assignment.limits).encode())  # --limit overrides change what can pass
     for package in ("torch", "numpy"):
         add(package, _package_version(package).encode())
     if assignment.folder is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from datetime import UTC, datetime
@@ -12,6 +13,8 @@ from grader.check.seeds import check_seed
 from grader.check.spec import Assignment
 from grader.discover import Program, Submission, read_submission
 from grader.errors import CallTimedOut, InvalidSubmission, SubmissionError
+from grader.execute import isolation
+from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit
 from grader.results import (
@@ -24,6 +27,9 @@ from grader.results import (
     UnitResult,
     WrittenAnswer,
 )
+
+_NOT_REACHED = LoadedUnit(status="skipped", stdout="", stderr="", dropped=0, error_type=None, error_message=None,
+                          traceback="", notes=())
 
 
 def _unit_results(program: Program, units: list[LoadedUnit]) -> tuple[UnitResult, ...]:
@@ -46,9 +52,28 @@ def unrun_questions(assignment: Assignment, student: str, reason: str) -> tuple[
         for q in assignment.questions)
 
 
+def keep_output_budget(units: tuple[UnitResult, ...], questions: tuple[QuestionResult, ...],
+                       budget: int) -> tuple[tuple[UnitResult, ...], tuple[QuestionResult, ...]]:
+    """Keep at most ``budget`` characters of captured output per submission, first come first kept."""
+    left = budget
+
+    def keep(text: str) -> str:
+        nonlocal left
+        if len(text) <= left:
+            left -= len(text)
+            return text
+        kept, left = text[:left], 0
+        return kept + f"\n[... {len(text) - len(kept)} more characters not kept: at most {budget} per submission]"
+
+    units = tuple(dataclasses.replace(u, stdout=keep(u.stdout), stderr=keep(u.stderr)) for u in units)
+    questions = tuple(dataclasses.replace(q, stdout=keep(q.stdout), stderr=keep(q.stderr)) for q in questions)
+    return units, questions
+
+
 def grade_submission(*, submission: Submission, assignment: Assignment, root: Path, limits: Limits | None = None,
-                     device: str = "cpu") -> SubmissionResult:
+                     device: str = "cpu", sandbox: Sandbox | None = None) -> SubmissionResult:
     limits = limits or assignment.limits
+    sandbox = sandbox if sandbox is not None else isolation.detect("auto")
     started = time.monotonic()
     graded_at = datetime.now(UTC).isoformat(timespec="seconds")
     status, reason, notes = GRADED, "", list(submission.notes)
@@ -68,7 +93,7 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
         given = dict(program.answers)
         answers = tuple(WrittenAnswer(w.id, w.prompt, given.get(w.id, "")) for w in assignment.written)
         runner = SubmissionRunner(assignment=assignment, student=submission.student, program=program, limits=limits,
-                                  device=device)
+                                  device=device, sandbox=sandbox)
         try:
             loaded = runner.load()
             units = _unit_results(program, loaded)
@@ -76,16 +101,20 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
         except SubmissionError as exc:
             status = SUBMISSION_TIMEOUT if isinstance(exc, CallTimedOut) else SUBMISSION_CRASHED
             reason = exc.message
-            if runner.units:
-                units = _unit_results(program, runner.units)
+            if runner.units or runner.failed_units:
+                units = _unit_results(program, runner.units or [
+                    runner.failed_units.get(i, _NOT_REACHED) for i in range(len(program.units))])
             questions = unrun_questions(assignment, submission.student, f"not run: {reason}")
         finally:
-            raw = runner.process.raw_output() if runner.process else ""
             runner.close()
+        units, questions = keep_output_budget(units, questions, limits.output_bytes)
+        raw = runner.raw_output
         environment = {k: str(v) for k, v in runner.hello.items() if k in ("python", "torch", "numpy")}
         environment["rlimits"] = ", ".join(runner.hello.get("rlimits", [])) or "none"
+        if runner.sandbox is not None:
+            environment["sandbox"] = runner.sandbox.summary()
         if runner.restarts:
-            notes.append(f"your code was started again {runner.restarts} time(s) after a check timed out or crashed")
+            notes.append(f"your code was started again {runner.restarts} time(s) after it hung or crashed")
         if raw.strip():
             notes.append(f"output outside Python's print (first {len(raw)} characters): {raw[:2000]}")
     return SubmissionResult(

@@ -1,12 +1,14 @@
 """The student's process: run the submission once, then answer the grader's calls, one fork per question.
 
-Started by the grader as ``python -I main.py READ_FD WRITE_FD LIMITS_JSON``. It imports nothing from the
-``grader`` package: only this folder, NumPy and torch. Everything it sends back is plain data (see wire.py).
+Started by the grader as ``python -s -P main.py READ_FD WRITE_FD LIMITS_JSON``, inside the sandbox's layers
+(grader/execute/isolation.py). It imports nothing from the ``grader`` package: only this folder, NumPy and torch.
+Everything it sends back is plain data (see wire.py).
 
 Conversation::
 
     child -> hello
-    grader -> load {units, ...}          child -> loaded {units: [per-cell status, output, error]}
+    grader -> load {units, skip, ...}    child -> unit {index, status, output, error}, one per unit, as each ends;
+                                         child -> loaded
     grader -> question {provided...}     child forks; the fork answers calls until "end", then exits;
                                          child -> question_done {exit status of the fork}
     grader -> exit
@@ -21,11 +23,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import contextlib  # noqa: E402
 import inspect  # noqa: E402
 import linecache  # noqa: E402
 import random  # noqa: E402
 import resource  # noqa: E402
 import signal  # noqa: E402
+import time  # noqa: E402
 import traceback  # noqa: E402
 import types  # noqa: E402
 from typing import Any  # noqa: E402
@@ -50,6 +54,7 @@ class Channel:
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self.owner = os.getpid()  # the one process that may speak; a fork of the student's is silenced
 
     def _read_exact(self, n: int) -> bytes:
         chunks = []
@@ -65,6 +70,8 @@ class Channel:
         return wire.read_message(self._read_exact, max_total=MAX_MESSAGE)
 
     def send(self, header: dict[str, Any], blobs: list[bytes] | tuple = ()) -> None:
+        if os.getpid() != self.owner:
+            os._exit(0)  # a process the student forked got back to our loop: it must not corrupt the pipe
         view = memoryview(wire.encode_message(header, blobs))
         while view:
             written = os.write(self.write_fd, view)
@@ -83,9 +90,9 @@ def apply_limits(limits: dict[str, int]) -> list[str]:
     """Set rlimits on this process (and so on everything it starts); return the ones that took effect."""
     applied = []
     table = {"memory_bytes": "RLIMIT_AS", "cpu_seconds": "RLIMIT_CPU", "file_bytes": "RLIMIT_FSIZE",
-             "core_bytes": "RLIMIT_CORE"}
+             "open_files": "RLIMIT_NOFILE", "core_bytes": "RLIMIT_CORE", "processes": "RLIMIT_NPROC"}
     for key, name in table.items():
-        if key not in limits or not hasattr(resource, name):
+        if limits.get(key) is None or not hasattr(resource, name):
             continue
         try:
             resource.setrlimit(getattr(resource, name), (limits[key], limits[key]))
@@ -103,6 +110,7 @@ class Runner:
         self.filenames: set[str] = set()
         self.namespace: dict[str, Any] = {}
         self.device = "cpu"
+        self.max_elements = 1 << 24
 
     # ----- loading -------------------------------------------------------------------------------------------
     def load(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -111,19 +119,21 @@ class Runner:
         self.namespace = module.__dict__
         self.namespace["__builtins__"] = __builtins__
         self.device = request.get("device", "cpu")
+        self.max_elements = int(request.get("max_elements", self.max_elements))
         stubs.install(self.namespace, request.get("withheld", []))
         signal.signal(signal.SIGALRM, _on_alarm)
-        results = []
+        skip = set(request.get("skip", ()))
         stopped = False
-        for unit in request["units"]:
-            if stopped:
-                results.append({"status": "skipped", "stdout": None, "stderr": None, "error": None, "notes": []})
-                continue
-            result = self._run_unit(unit, request["unit_seconds"], request["stream_cap"])
-            results.append(result)
-            stopped = result["status"] == "exit" and request.get("stop_on_exit", False)
+        # One message per unit as it finishes, so the grader knows which one to blame if the process dies.
+        for index, unit in enumerate(request["units"]):
+            if stopped or index in skip:
+                result = {"status": "skipped", "stdout": None, "stderr": None, "error": None, "notes": []}
+            else:
+                result = self._run_unit(unit, request["unit_seconds"], request["stream_cap"])
+                stopped = result["status"] == "exit" and request.get("stop_on_exit", False)
+            self.channel.send({"op": "unit", "index": index, "unit": result})
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        return {"op": "loaded", "units": results}
+        return {"op": "loaded"}
 
     def _run_unit(self, unit: dict[str, Any], seconds: float, cap: int) -> dict[str, Any]:
         filename = unit["filename"]
@@ -213,7 +223,7 @@ class Runner:
             return self.describe(header["name"])
         if op == "call":
             positional, keyword = args()
-            return {"value": values.encode(self.namespace[header["name"]](*positional, **keyword), out)}
+            return {"value": self.encode(self.namespace[header["name"]](*positional, **keyword), out)}
         if op == "new":
             cls = self.namespace[header["name"]]
             keyword = dict(header["kwargs"])
@@ -227,11 +237,11 @@ class Runner:
         obj = refs[header["ref"]]
         if op == "method":
             positional, keyword = args()
-            return {"value": values.encode(getattr(obj, header["method"])(*positional, **keyword), out)}
+            return {"value": self.encode(getattr(obj, header["method"])(*positional, **keyword), out)}
         if op == "get":
             if not hasattr(obj, header["attr"]):
                 return {"exists": False}
-            return {"exists": True, "value": values.encode(getattr(obj, header["attr"]), out)}
+            return {"exists": True, "value": self.encode(getattr(obj, header["attr"]), out)}
         if op == "params":
             return {"params": [
                 {"name": name, "lazy": isinstance(p, torch.nn.parameter.UninitializedParameter),
@@ -242,6 +252,9 @@ class Runner:
                 _set_parameter(obj, name, torch.from_numpy(wire.decode_array(blob).copy()), self.device)
             return {}
         raise ValueError(f"unknown operation {op!r}")
+
+    def encode(self, value: Any, out: list[bytes]) -> dict[str, Any]:
+        return values.encode(value, out, max_elements=self.max_elements)
 
     def describe(self, name: str) -> dict[str, Any]:
         if name not in self.namespace:
@@ -284,13 +297,26 @@ def _set_parameter(module: torch.nn.Module, name: str, value: torch.Tensor, devi
         param.copy_(value.to(device=device, dtype=param.dtype))
 
 
+def _fork_for_question() -> int:
+    """Fork, waiting a little if the student's own processes (say, a fork bomb's) use up the process limit."""
+    for attempt in range(50):
+        with contextlib.suppress(ChildProcessError):  # reap what the student forked and left behind
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        try:
+            return os.fork()
+        except BlockingIOError:
+            time.sleep(0.05 * (attempt + 1) / 10)
+    return os.fork()
+
+
 def main() -> None:
     read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
     limits = json.loads(sys.argv[3])
     applied = apply_limits(limits)
     channel = Channel(read_fd, write_fd)
-    channel.send({"op": "hello", "pid": os.getpid(), "torch": torch.__version__, "numpy": np.__version__,
-                  "python": sys.version.split()[0], "rlimits": applied})
+    channel.send({"op": "hello", "pid": os.getpid(), "uid": os.getuid(), "torch": torch.__version__,
+                  "numpy": np.__version__, "python": sys.version.split()[0], "rlimits": applied})
     runner = Runner(channel)
     while True:
         header, _ = channel.recv()
@@ -298,8 +324,9 @@ def main() -> None:
         if op == "load":
             channel.send(runner.load(header))
         elif op == "question":
-            pid = os.fork()
+            pid = _fork_for_question()
             if pid == 0:
+                channel.owner = os.getpid()
                 try:
                     runner.serve_question(header)
                 finally:

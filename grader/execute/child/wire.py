@@ -40,8 +40,14 @@ def read_message(
     max_header: int = 8 << 20,
     max_blobs: int = 256,
     max_total: int = 256 << 20,
+    max_blob: int | None = None,
+    validate: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any], list[bytes]]:
-    """Read one message through ``read_exact(n)``, which returns exactly n bytes or raises."""
+    """Read one message through ``read_exact(n)``, which returns exactly n bytes or raises.
+
+    ``validate(header)`` runs before any blob is read and raises WireError to refuse the message, so what a
+    header announces (an array's shape, say) can be judged before its bytes are accepted.
+    """
     header_len, n_blobs = HEAD.unpack(read_exact(HEAD.size))
     if header_len > max_header:
         raise WireError(f"message header of {header_len} bytes exceeds the limit of {max_header}")
@@ -49,15 +55,19 @@ def read_message(
         raise WireError(f"message carries {n_blobs} arrays, more than the limit of {max_blobs}")
     try:
         header = json.loads(read_exact(header_len).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise WireError(f"message header is not JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # bad UTF-8 or JSON, over-long integers, absurd nesting
+        raise WireError(f"message header is not JSON: {str(exc)[:200]}") from None
     if not isinstance(header, dict):
         raise WireError("message header is not a JSON object")
+    if validate is not None:
+        validate(header)
     blobs: list[bytes] = []
     total = header_len
     for _ in range(n_blobs):
         (size,) = BLOB.unpack(read_exact(BLOB.size))
         total += size
+        if max_blob is not None and size > max_blob:
+            raise WireError(f"an array of {size} bytes is larger than the limit of {max_blob} bytes")
         if total > max_total:
             raise WireError(f"message is larger than the limit of {max_total >> 20} MiB")
         blobs.append(read_exact(size))

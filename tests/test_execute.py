@@ -7,6 +7,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import nbformat
 import numpy as np
@@ -15,13 +16,14 @@ import pytest
 from grader.discover import read_program
 from grader.errors import CallTimedOut, ProcessDied, StudentRaised
 from grader.execute import Arg, Limits, LoadedUnit, StudentCode, StudentProcess
+from grader.execute.isolation import Sandbox
 
 FAST = Limits(call_seconds=2.0, unit_seconds=1.0, submission_seconds=60.0, stream_cap=1000)
 
 
 @contextmanager
-def loaded(source: str | list[str], *, limits: Limits = FAST,
-           withheld: tuple[str, ...] = ()) -> Iterator[tuple[StudentProcess, list[LoadedUnit]]]:
+def loaded(source: str | list[str], *, limits: Limits = FAST, withheld: tuple[str, ...] = (),
+           sandbox: Sandbox | None = None) -> Iterator[tuple[StudentProcess, list[LoadedUnit]]]:
     """Start a process and load a .py (a string) or a notebook (a list of code cells)."""
     if isinstance(source, str):
         data, kind = textwrap.dedent(source).encode(), "python"
@@ -29,7 +31,8 @@ def loaded(source: str | list[str], *, limits: Limits = FAST,
         cells = [nbformat.v4.new_code_cell(textwrap.dedent(c)) for c in source]
         data, kind = nbformat.writes(nbformat.v4.new_notebook(cells=cells)).encode(), "notebook"
     program = read_program(data, kind=kind, name="student.py", written_ids=[])
-    with StudentProcess(limits=limits, deadline=time.monotonic() + limits.submission_seconds) as process:
+    with StudentProcess(limits=limits, deadline=time.monotonic() + limits.submission_seconds,
+                        sandbox=sandbox) as process:
         process.start()
         units = process.load(units=program.wire_units(), module_name=program.module_name,
                              stop_on_exit=program.stop_on_exit, withheld=withheld)
@@ -244,3 +247,22 @@ def test_a_unit_that_ignores_its_alarm_is_blamed_by_index() -> None:
     with pytest.raises(LoadInterrupted) as caught, loaded(source, limits=limits):
         pass
     assert caught.value.index == 1 and isinstance(caught.value.cause, CallTimedOut)
+
+
+def test_the_user_namespace_layer_used_when_the_grader_is_not_root() -> None:
+    """Here the grader runs as root and switches the uid for real; the layout for everyone else must work too."""
+    import dataclasses
+
+    from grader.execute import isolation
+
+    sandbox = isolation.detect("require")
+    flags = (*isolation.BWRAP_NAMESPACES, *isolation.BWRAP_COMMON, *isolation.USER_NS, "--disable-userns")
+    user_ns = dataclasses.replace(sandbox, bwrap_flags=flags, setpriv=None)
+    grader_dir = Path(isolation.__file__).parents[1]
+    source = f"import os\ndef probe():\n    return [os.getuid(), os.path.exists({str(grader_dir)!r}), os.getppid()]\n"
+    with loaded(source, sandbox=user_ns) as (process, units), question(process) as code:
+        assert units[0].status == "ok" and process.hello["uid"] == 65534
+        # pid 2 is the loaded submission (pid 1 is bubblewrap's init), the question's fork its child: the grader
+        # is not in this pid namespace at all.
+        assert [item.value for item in code.function("probe")().items] == [65534, False, 2]
+    assert "in a user namespace" in user_ns.describe()

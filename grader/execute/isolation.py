@@ -1,8 +1,11 @@
 """The layers around a student's process, chosen once per run from what this machine offers.
 
-* bubblewrap (Linux): new user, pid, network, mount, IPC and UTS namespaces; no capabilities; uid 65534 inside;
-  only the Python installation and the child runtime are visible (read-only); a private tmpfs for /tmp; no
-  network at all (its loopback is its own); the whole pid namespace dies with the grader or when it is killed.
+* bubblewrap (Linux): new pid, network, mount, IPC and UTS namespaces; only the Python installation and the child
+  runtime are visible (read-only, the root too); a private tmpfs for /tmp; no network at all (its loopback is its
+  own); the whole pid namespace dies with the grader or when it is killed. Run by root, the student's process
+  becomes uid 65534 for real (setpriv, after bubblewrap has set up the mounts) with no capabilities, an empty
+  bounding set and no_new_privs; run by anyone else, it gets a user namespace (uid 65534 inside, no capabilities,
+  no nested user namespaces).
 * cgroup v1 memory and pids groups (see cgroups.py): memory and process count for the submission as a whole.
 * rlimits, everywhere: address space, CPU time, file size, open files, no core dumps (and the process count
   where no pids cgroup exists and the grader does not run as root).
@@ -30,8 +33,15 @@ MODES = ("auto", "require", "off")
 CHILD_DIR = Path(__file__).resolve().parent / "child"
 SANDBOX_CHILD_DIR = "/grader-child"
 SANDBOX_UID = 65534  # "nobody" inside the user namespace
-BWRAP_NAMESPACES = ("--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-                    "--unshare-cgroup-try")
+BWRAP_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
+BWRAP_COMMON = ("--die-with-parent", "--new-session")
+# Run by root, bubblewrap sets up the sandbox with privileges, keeps only what setpriv needs to become uid 65534
+# for real (outside the sandbox too), and setpriv drops those before Python starts.
+ROOT_CAPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
+SETPRIV = ("--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID), "--clear-groups", "--inh-caps=-all",
+           "--bounding-set=-all", "--no-new-privs")
+# Anyone else gets a user namespace: uid 65534 inside, their own uid (without capabilities) outside.
+USER_NS = ("--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL")
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class Sandbox:
     mode: str
     bwrap: str | None = None  # path of a bubblewrap that works here
     bwrap_flags: tuple[str, ...] = ()
+    setpriv: str | None = None  # set when the grader runs as root: the student's uid is 65534 outside too
     cgroups: cgroups.CgroupSupport | None = None
     missing: tuple[str, ...] = ()  # layers that could not be used, each with the reason
     python_roots: tuple[str, ...] = field(default=())
@@ -47,8 +58,9 @@ class Sandbox:
     def layers(self) -> tuple[str, ...]:
         active = []
         if self.bwrap:
-            active += ["namespaces (bubblewrap: user, pid, mount, ipc, uts)", "no network",
-                       "private filesystem view", f"uid {SANDBOX_UID}", "no capabilities"]
+            user = (f"uid {SANDBOX_UID}" if self.setpriv else f"uid {SANDBOX_UID} in a user namespace")
+            active += [f"namespaces (bubblewrap: pid, mount, ipc, uts{'' if self.setpriv else ', user'})",
+                       "no network", "private filesystem view", user, "no capabilities"]
         if self.cgroups:
             active.append(f"cgroup v1 ({'+'.join(self.cgroups.controllers)})")
         active += ["rlimits", "process group"]
@@ -73,6 +85,8 @@ class Sandbox:
         """The argv that starts the child runtime with ``child_args`` inside every active layer."""
         if self.bwrap:
             inner = [sys.executable, "-s", "-P", f"{SANDBOX_CHILD_DIR}/main.py", *child_args]
+            if self.setpriv:
+                inner = [self.setpriv, *SETPRIV, "--", *inner]
             argv = [self.bwrap, *self.bwrap_flags, *self._mounts(device, limits), "--chdir", "/tmp", "--clearenv"]
             for key, value in env.items():
                 argv += ["--setenv", key, value]
@@ -97,19 +111,29 @@ class Sandbox:
         for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                      "/etc/alternatives"):
             mounts += ["--ro-bind-try", path, path]
+        for folder in _ancestors(self.python_roots):
+            mounts += ["--perms", "0755", "--dir", folder]  # else made 0700, closed to uid 65534
         for root in self.python_roots:
             mounts += ["--ro-bind", root, root]
         for secret in _secrets_inside(self.python_roots):
             mounts += ["--tmpfs", secret]  # e.g. a non-editable install of this grader in site-packages
         mounts += ["--ro-bind", str(CHILD_DIR), SANDBOX_CHILD_DIR, "--proc", "/proc", "--dev", "/dev",
-                   "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
-                   "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
+                   "--perms", "1777", "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
+                   "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
         if device.startswith("cuda"):
             # GPU grading needs the NVIDIA device nodes and sysfs. Not exercised on a GPU machine yet.
             for node in sorted(Path("/dev").glob("nvidia*")):
                 mounts += ["--dev-bind", str(node), str(node)]
             mounts += ["--ro-bind", "/sys", "/sys"]
         return [*mounts, "--remount-ro", "/"]  # the folders bubblewrap made for its mount points, too
+
+
+def _ancestors(paths: tuple[str, ...]) -> list[str]:
+    """Every folder above the given paths, outermost first: /root, /root/.pyenv, ..."""
+    found: set[str] = set()
+    for path in paths:
+        found.update(str(p) for p in Path(path).parents if str(p) != "/")
+    return sorted(found, key=lambda p: (p.count("/"), p))
 
 
 def _secrets_inside(roots: tuple[str, ...]) -> list[str]:
@@ -138,9 +162,9 @@ def _python_roots() -> tuple[str, ...]:
     return tuple(roots)
 
 
-def _probe_bwrap(bwrap: str, flags: tuple[str, ...]) -> str:
-    """Empty when bubblewrap can create its namespaces here, else its complaint."""
-    argv = [bwrap, *flags, "--ro-bind", "/", "/", "--", "/bin/true"]
+def _probe_bwrap(bwrap: str, flags: tuple[str, ...], command: list[str]) -> str:
+    """Empty when bubblewrap can create its namespaces here (and run ``command`` in them), else its complaint."""
+    argv = [bwrap, *flags, "--ro-bind", "/", "/", "--", *command]
     try:
         done = subprocess.run(argv, capture_output=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -154,7 +178,7 @@ def detect(mode: str = "auto") -> Sandbox:
     if mode not in MODES:
         raise ConfigurationError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}")
     missing: list[str] = []
-    bwrap_path, flags = None, ()
+    bwrap_path, flags, setpriv = None, (), None
     if mode == "off":
         missing.append("namespaces and cgroups (turned off with --sandbox off)")
     elif not sys.platform.startswith("linux"):
@@ -166,15 +190,23 @@ def detect(mode: str = "auto") -> Sandbox:
             missing.append("namespaces: bubblewrap is not installed (apt-get install bubblewrap); student code can "
                            "read files your user can read, use the network and signal your processes")
         else:
-            base = (*BWRAP_NAMESPACES, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                    "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox")
+            setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
+            candidates = []
+            if setpriv:
+                candidates.append(((*BWRAP_NAMESPACES, *BWRAP_COMMON, *ROOT_CAPS, "--hostname", "sandbox"),
+                                   [setpriv, *SETPRIV, "--", "/bin/true"]))
+            user_ns = (*BWRAP_NAMESPACES, *BWRAP_COMMON, *USER_NS, "--hostname", "sandbox")
+            # --disable-userns (no nested user namespaces) needs bubblewrap >= 0.8.
+            candidates += [((*user_ns, "--disable-userns"), ["/bin/true"]), (user_ns, ["/bin/true"])]
             problem = ""
-            for candidate in ((*base, "--disable-userns"), base):  # --disable-userns needs bubblewrap >= 0.8
-                problem = _probe_bwrap(found, candidate)
+            for candidate, command in candidates:
+                problem = _probe_bwrap(found, candidate, command)
                 if not problem:
                     bwrap_path, flags = found, candidate
+                    setpriv = setpriv if command[0] == setpriv else None
                     break
             if problem:
+                setpriv = None
                 missing.append(f"namespaces: bubblewrap cannot create them here ({problem[:200]})")
     support = None
     if mode != "off":
@@ -183,7 +215,8 @@ def detect(mode: str = "auto") -> Sandbox:
             missing.append(f"cgroups: {why}")
     if mode == "require" and bwrap_path is None:
         raise ConfigurationError("--sandbox require: " + "; ".join(missing))
-    return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, cgroups=support, missing=tuple(missing),
+    return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, setpriv=setpriv, cgroups=support,
+                   missing=tuple(missing),
                    python_roots=_python_roots() if bwrap_path else ())
 
 

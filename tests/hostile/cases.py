@@ -247,7 +247,8 @@ CASES = [
              torch.Tensor.__eq__ = lambda self, other: True
              """, masked_softmax="def masked_softmax(X, valid_lens):\n    return torch.zeros_like(X)\n"),
          lost=("q1",), mentions=("differs from the reference",)),
-    Case("read_secrets", "looks for the solutions, the tests and other students' work on disk and in /proc",
+    Case("read_secrets", "looks for the solutions, the tests, other students' work and the grader's process on disk "
+         "and in /proc",
          solution(before='''
              import glob
              found = []
@@ -264,7 +265,8 @@ CASES = [
              for path in glob.glob("/proc/*/environ") + glob.glob("/proc/*/cmdline"):
                  try:
                      with open(path, "rb") as handle:
-                         if b"solutions" in handle.read():
+                         text = handle.read()
+                         if b"solutions" in text or b"grade attention_scoring" in text:
                              found.append(path)
                  except OSError:
                      pass

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.errors import ConfigurationError
-from grader.execute import cgroups
+from grader.execute import cgroups, seccomp
 from grader.execute.limits import Limits
 from grader.layout import PROJECT_ROOT
 
@@ -50,6 +51,7 @@ class Sandbox:
     bwrap: str | None = None  # path of a bubblewrap that works here
     bwrap_flags: tuple[str, ...] = ()
     setpriv: str | None = None  # set when the grader runs as root: the student's uid is 65534 outside too
+    seccomp: bool = False  # bubblewrap loads grader/execute/seccomp.py's filter
     cgroups: cgroups.CgroupSupport | None = None
     missing: tuple[str, ...] = ()  # layers that could not be used, each with the reason
     python_roots: tuple[str, ...] = field(default=())
@@ -61,6 +63,8 @@ class Sandbox:
             user = (f"uid {SANDBOX_UID}" if self.setpriv else f"uid {SANDBOX_UID} in a user namespace")
             active += [f"namespaces (bubblewrap: pid, mount, ipc, uts{'' if self.setpriv else ', user'})",
                        "no network", "private filesystem view", user, "no capabilities"]
+            if self.seccomp:
+                active.append("seccomp (no namespaces, mounts, ptrace, keyrings, BPF)")
         if self.cgroups:
             active.append(f"cgroup v1 ({'+'.join(self.cgroups.controllers)})")
         active += ["rlimits", "process group"]
@@ -75,19 +79,26 @@ class Sandbox:
 
     def summary(self) -> str:
         """Short form recorded with every result."""
-        parts = (["bubblewrap"] if self.bwrap else []) + [f"cgroup-{c}" for c in
+        parts = (["bubblewrap"] if self.bwrap else []) + (["seccomp"] if self.seccomp else []) + [f"cgroup-{c}" for c in
                                                           (self.cgroups.controllers if self.cgroups else ())]
         return ", ".join([*parts, "rlimits"])
 
     # ----- starting a process ----------------------------------------------------------------------------------
     def command(self, child_args: list[str], *, env: dict[str, str], device: str, scratch: Path | None,
-                limits: Limits, procs_files: list[str]) -> list[str]:
-        """The argv that starts the child runtime with ``child_args`` inside every active layer."""
+                limits: Limits, procs_files: list[str], seccomp_fd: int | None = None) -> list[str]:
+        """The argv that starts the child runtime with ``child_args`` inside every active layer.
+
+        ``seccomp_fd`` (from seccomp.program_fd(), passed to the process) is required when ``self.seccomp``.
+        """
         if self.bwrap:
             inner = [sys.executable, "-s", "-P", f"{SANDBOX_CHILD_DIR}/main.py", *child_args]
             if self.setpriv:
                 inner = [self.setpriv, *SETPRIV, "--", *inner]
             argv = [self.bwrap, *self.bwrap_flags, *self._mounts(device, limits), "--chdir", "/tmp", "--clearenv"]
+            if self.seccomp:
+                if seccomp_fd is None:
+                    raise ValueError("this sandbox loads a seccomp filter: pass its file descriptor")
+                argv += ["--seccomp", str(seccomp_fd)]
             for key, value in env.items():
                 argv += ["--setenv", key, value]
             argv += ["--", *inner]
@@ -111,15 +122,19 @@ class Sandbox:
         for path in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime",
                      "/etc/alternatives"):
             mounts += ["--ro-bind-try", path, path]
+        # The mounts of our own first: a Python installation under /tmp (a venv in a checkout there) is then bound
+        # inside the scratch tmpfs rather than hidden by it.
+        mounts += ["--proc", "/proc", "--dev", "/dev",
+                   "--perms", "1777", "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
+                   "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
         for folder in _ancestors(self.python_roots):
-            mounts += ["--perms", "0755", "--dir", folder]  # else made 0700, closed to uid 65534
+            if folder not in ("/tmp", "/dev", "/proc"):
+                mounts += ["--perms", "0755", "--dir", folder]  # else made 0700, closed to uid 65534
         for root in self.python_roots:
             mounts += ["--ro-bind", root, root]
         for secret in _secrets_inside(self.python_roots):
             mounts += ["--tmpfs", secret]  # e.g. a non-editable install of this grader in site-packages
-        mounts += ["--ro-bind", str(CHILD_DIR), SANDBOX_CHILD_DIR, "--proc", "/proc", "--dev", "/dev",
-                   "--perms", "1777", "--size", str(limits.scratch_bytes), "--tmpfs", "/tmp",
-                   "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
+        mounts += ["--ro-bind", str(CHILD_DIR), SANDBOX_CHILD_DIR]
         if device.startswith("cuda"):
             # GPU grading needs the NVIDIA device nodes and sysfs. Not exercised on a GPU machine yet.
             for node in sorted(Path("/dev").glob("nvidia*")):
@@ -162,13 +177,20 @@ def _python_roots() -> tuple[str, ...]:
     return tuple(roots)
 
 
-def _probe_bwrap(bwrap: str, flags: tuple[str, ...], command: list[str]) -> str:
+def _probe_bwrap(bwrap: str, flags: tuple[str, ...], command: list[str], *, with_seccomp: bool = False) -> str:
     """Empty when bubblewrap can create its namespaces here (and run ``command`` in them), else its complaint."""
-    argv = [bwrap, *flags, "--ro-bind", "/", "/", "--", *command]
+    argv = [bwrap, *flags, "--ro-bind", "/", "/"]
+    fds: tuple[int, ...] = ()
+    if with_seccomp:
+        fds = (seccomp.program_fd(),)
+        argv += ["--seccomp", str(fds[0])]
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=20, check=False)
+        done = subprocess.run([*argv, "--", *command], capture_output=True, timeout=20, check=False, pass_fds=fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return str(exc)
+    finally:
+        for fd in fds:
+            os.close(fd)
     return "" if done.returncode == 0 else (done.stderr.decode(errors="replace").strip() or f"exit {done.returncode}")
 
 
@@ -178,7 +200,7 @@ def detect(mode: str = "auto") -> Sandbox:
     if mode not in MODES:
         raise ConfigurationError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}")
     missing: list[str] = []
-    bwrap_path, flags, setpriv = None, (), None
+    bwrap_path, flags, setpriv, use_seccomp = None, (), None, False
     if mode == "off":
         missing.append("namespaces and cgroups (turned off with --sandbox off)")
     elif not sys.platform.startswith("linux"):
@@ -208,6 +230,14 @@ def detect(mode: str = "auto") -> Sandbox:
             if problem:
                 setpriv = None
                 missing.append(f"namespaces: bubblewrap cannot create them here ({problem[:200]})")
+            elif not seccomp.supported():
+                missing.append(f"seccomp: the grader's filter is written for x86-64, not {platform.machine()}")
+            else:
+                problem = _probe_bwrap(found, flags, [setpriv, *SETPRIV, "--", "/bin/true"] if setpriv
+                                       else ["/bin/true"], with_seccomp=True)
+                use_seccomp = not problem
+                if problem:
+                    missing.append(f"seccomp: bubblewrap could not load the filter ({problem[:200]})")
     support = None
     if mode != "off":
         support, why = cgroups.detect()
@@ -215,7 +245,8 @@ def detect(mode: str = "auto") -> Sandbox:
             missing.append(f"cgroups: {why}")
     if mode == "require" and bwrap_path is None:
         raise ConfigurationError("--sandbox require: " + "; ".join(missing))
-    return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, setpriv=setpriv, cgroups=support,
+    return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, setpriv=setpriv, seccomp=use_seccomp,
+                   cgroups=support,
                    missing=tuple(missing),
                    python_roots=_python_roots() if bwrap_path else ())
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from grader.errors import CallTimedOut, InfrastructureError, ProcessDied
-from grader.execute import isolation
+from grader.execute import isolation, seccomp
 from grader.execute.cgroups import Cgroup
 from grader.execute.child import wire
 from grader.execute.isolation import Sandbox
@@ -128,6 +128,7 @@ class StudentProcess:
                                            "processes": isolation.nproc_limit(self.limits, sandbox)}
         child_read, grader_write = os.pipe()
         grader_read, child_write = os.pipe()
+        filter_fd = seccomp.program_fd() if sandbox.seccomp else None
         try:
             if sandbox.cgroups:
                 self._cgroup = Cgroup(sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
@@ -135,10 +136,11 @@ class StudentProcess:
             env = _child_env(home)
             argv = sandbox.command([str(child_read), str(child_write), json.dumps(rlimits)], env=env,
                                    device=self.device, scratch=Path(home), limits=self.limits,
-                                   procs_files=self._cgroup.procs_files if self._cgroup else [])
+                                   procs_files=self._cgroup.procs_files if self._cgroup else [],
+                                   seccomp_fd=filter_fd)
             self.popen = subprocess.Popen(
                 argv,
-                pass_fds=(child_read, child_write),
+                pass_fds=(child_read, child_write) if filter_fd is None else (child_read, child_write, filter_fd),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -152,8 +154,8 @@ class StudentProcess:
             self.kill()
             raise InfrastructureError(f"cannot start the student's process: {exc}") from exc
         finally:
-            os.close(child_read)
-            os.close(child_write)
+            for fd in (child_read, child_write) if filter_fd is None else (child_read, child_write, filter_fd):
+                os.close(fd)
         assert self.popen.stdout is not None
         self._raw = _RawOutput(self.popen.stdout, self.limits.raw_output_bytes)
         self._to_child, self._from_child = grader_write, grader_read

@@ -336,6 +336,27 @@ def masked_softmax(X, valid_lens):
              except OSError as exc:
                  print("no network:", type(exc).__name__)
              '''), mentions=("no network",), absent=("CONNECTED",), namespaces_only=True),
+    Case("namespace_escape", "asks the kernel for new namespaces, a mount, ptrace on its parent and root's uid",
+         solution(before='''
+             import ctypes
+             libc = ctypes.CDLL(None, use_errno=True)
+             attempts = {
+                 "user namespace": lambda: libc.unshare(0x10000000),
+                 "mount namespace": lambda: libc.unshare(0x00020000),
+                 "clone into a user namespace": lambda: libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0),
+                 "mount": lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
+                 "ptrace the parent": lambda: libc.ptrace(16, os.getppid(), None, None),
+                 "become root": lambda: libc.setuid(0),
+             }
+             refused = 0
+             for what, attempt in attempts.items():
+                 if attempt() == 0:
+                     print("ESCAPED:", what)
+                 else:
+                     refused += 1
+             print("escape attempts refused:", refused)
+             '''),
+         mentions=("escape attempts refused: 6",), absent=("ESCAPED",), namespaces_only=True),
     Case("stack_overflow", "infinite recursion at import, and a C stack overflow in BilinearAttention.forward",
          solution(before="def down(n):\n    return down(n + 1)\ndown(0)\n",
                   bilinear=BILINEAR.replace(

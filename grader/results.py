@@ -13,6 +13,31 @@ GRADED, INVALID, SUBMISSION_TIMEOUT, SUBMISSION_CRASHED = "graded", "invalid", "
 PUBLIC, HIDDEN = "public", "hidden"
 
 
+Rows = tuple[tuple[float, ...], ...]
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """One matrix of attention weights (queries x keys), the student's beside the reference's."""
+
+    title: str  # e.g. "masked_softmax(X, valid_lens), batch 0"
+    xlabel: str  # "Keys"
+    ylabel: str  # "Queries"
+    reference: Rows
+    student: Rows | None  # None when the student's tensor was missing or of another shape
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    """A small tensor that differs from the reference, entry by entry (row-major), for a table in the report."""
+
+    label: str
+    shape: tuple[int, ...]
+    expected: tuple[float, ...]
+    got: tuple[float, ...]
+    bad: tuple[int, ...]  # flat indices of the entries outside the tolerance
+
+
 @dataclass(frozen=True)
 class CheckResult:
     check_id: str
@@ -26,6 +51,9 @@ class CheckResult:
     detail: str  # for the instructor: the full story
     seed: int
     notes: tuple[str, ...] = ()
+    heatmaps: tuple[Heatmap, ...] = ()  # hidden checks: for the instructor's view only
+    diff: TensorDiff | None = None  # hidden checks: for the instructor's view only
+    trace: tuple[str, ...] = ()  # the calls the check made and the values it expected: instructor only
 
     @property
     def passed(self) -> bool:

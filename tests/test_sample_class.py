@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from grader.pipeline import ClassRun, grade_class
@@ -77,12 +79,30 @@ def test_messages_say_what_is_wrong(sample_run: ClassRun) -> None:
         "(create W_q, W_k and w_v with bias=False)")
     assert message("mistake_dropout_in_eval", "q3.eval_deterministic").startswith(
         "DotProductAttention gives different outputs for the same inputs in eval mode")
-    assert message("mistake_no_scaling", "q3.random_1d") == (
-        "the output of DotProductAttention differs from the reference in 100% of entries")
+    # Hidden: the hint names the tensor (the weights are compared before the output they explain), no numbers.
+    assert re.fullmatch(r"DotProductAttention\.attention_weights differs from the reference in \d+% of entries",
+                        message("mistake_no_scaling", "q3.random_1d"))
     partial = results["partial"]
     assert {q.id: q.score for q in partial.questions} == {"q1": 25, "q2": 0, "q3": 0, "q4": 0}
     assert message("partial", "q2.toy_example").startswith(
         "AdditiveAttention(num_hiddens=8, dropout=0.1) raised NotImplementedError")
+
+
+def test_checks_leave_heatmaps_and_tables_for_the_reports(sample_run: ClassRun) -> None:
+    results = by_student(sample_run)
+    textbook = {c.check_id: c for c in results["textbook"].checks}
+    # Every attention question draws the weights, the student's beside the reference's, equal when correct.
+    for check_id in ("q1.textbook_1d", "q2.toy_weights", "q3.toy_weights", "q4.random_1d"):
+        heatmaps = textbook[check_id].heatmaps
+        assert heatmaps and all(h.student is not None for h in heatmaps), check_id
+        assert all(np.allclose(h.student, h.reference, atol=1e-5) for h in heatmaps)
+        assert {(h.xlabel, h.ylabel) for h in heatmaps} == {("Keys", "Queries")}
+    wrong = {c.check_id: c for c in results["mistake_softmax_axis"].checks}["q1.textbook_1d"]
+    assert not np.allclose(wrong.heatmaps[0].student, wrong.heatmaps[0].reference)
+    assert wrong.diff is not None and wrong.diff.shape == (2, 2, 4) and wrong.diff.bad
+    assert all(abs(wrong.diff.got[i] - wrong.diff.expected[i]) > 1e-5 for i in wrong.diff.bad)
+    assert any(t.startswith("masked_softmax(float64 (2, 2, 4)") for t in wrong.trace)
+    assert any(t.startswith("expected masked_softmax(X, valid_lens): float64 (2, 2, 4)") for t in wrong.trace)
 
 
 def test_q1_mistake_notes_that_q2_to_q4_used_the_reference(sample_run: ClassRun) -> None:

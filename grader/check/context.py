@@ -1,4 +1,9 @@
-"""What a check function receives: the student's code, a seeded generator, and expectations that fail it."""
+"""What a check function receives: the student's code, a seeded generator, and expectations that fail it.
+
+Besides passing or failing, a check leaves material for the reports: heatmaps of attention weights (the student's
+beside the reference's), a cell-by-cell table for a small tensor that differs, and a trace of the calls it made and
+the values it expected (shown to the instructor only).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,24 @@ from grader.check.compare import compare_tensor
 from grader.errors import WrongAnswer
 from grader.execute.student import StudentCode
 from grader.execute.values import Returned
+from grader.results import Heatmap, TensorDiff
+
+HEATMAP_ITEMS = 2  # batch items drawn per tensor of attention weights
+HEATMAP_MAX_SIDE = 32  # larger matrices are cut to their top-left corner
+DIFF_MAX_ENTRIES = 64  # tensors up to this size get a table of their entries when they differ
+ATTENTION_AXES = ("Keys", "Queries")
+
+
+def _rows(matrix: np.ndarray) -> tuple[tuple[float, ...], ...]:
+    cut = matrix[:HEATMAP_MAX_SIDE, :HEATMAP_MAX_SIDE]
+    return tuple(tuple(round(float(v), 6) for v in row) for row in cut)
+
+
+def describe_array(array: np.ndarray, limit: int = 600) -> str:
+    """'float64 (2, 2, 4): [[...]]' cut to ``limit`` characters, for the instructor's trace."""
+    text = np.array2string(np.asarray(array), precision=4, suppress_small=True, threshold=200)
+    text = f"{array.dtype} {tuple(array.shape)}: {text}"
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 class CheckContext:
@@ -15,12 +38,28 @@ class CheckContext:
         self.student = student
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        self.heatmaps: list[Heatmap] = []
+        self.diff: TensorDiff | None = None
+        self.expected: list[str] = []
+
+    @property
+    def trace(self) -> tuple[str, ...]:
+        return (*self.student.calls, *self.expected)
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
-                      rtol: float = 1e-4, atol: float = 1e-5) -> np.ndarray:
-        """Fail unless ``got`` is a plain tensor equal to ``expected``; return the student's array."""
-        mismatch = compare_tensor(label, got, np.asarray(expected), rtol=rtol, atol=atol)
+                      rtol: float = 1e-4, atol: float = 1e-5, attention: bool = False) -> np.ndarray:
+        """Fail unless ``got`` is a plain tensor equal to ``expected``; return the student's array.
+
+        ``attention``: the tensor holds attention weights (batch, queries, keys), drawn as heatmaps.
+        """
+        expected = np.asarray(expected)
+        self.expected.append(f"expected {label}: {describe_array(expected)}")
+        if attention:
+            self._draw(label, got, expected)
+        mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol)
         if mismatch is not None:
+            if mismatch.category in ("values", "nonfinite") and got is not None and got.array is not None:
+                self._tabulate(label, got.array, expected, rtol=rtol, atol=atol)
             raise WrongAnswer(mismatch.message, hint=mismatch.hint)
         assert got is not None and got.array is not None
         return got.array
@@ -28,3 +67,24 @@ class CheckContext:
     def expect(self, condition: bool, message: str, *, hint: str | None = None) -> None:
         if not condition:
             raise WrongAnswer(message, hint=hint or message)
+
+    def _draw(self, label: str, got: Returned | None, expected: np.ndarray) -> None:
+        if expected.ndim < 2:
+            return
+        reference = expected.reshape(-1, *expected.shape[-2:])
+        student = None
+        if got is not None and got.is_tensor and got.array is not None and got.shape == expected.shape:
+            student = got.array.astype(np.float64).reshape(reference.shape)
+        for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
+            title = f"{label}, batch {item}" if expected.ndim > 2 else label
+            self.heatmaps.append(Heatmap(title, *ATTENTION_AXES, _rows(reference[item]),
+                                         _rows(student[item]) if student is not None else None))
+
+    def _tabulate(self, label: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
+        if self.diff is not None or expected.size > DIFF_MAX_ENTRIES or got.shape != expected.shape:
+            return
+        actual, wanted = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(actual - wanted) <= atol + rtol * np.abs(wanted))
+        self.diff = TensorDiff(label, tuple(int(n) for n in expected.shape), tuple(float(v) for v in wanted),
+                               tuple(float(v) for v in actual), tuple(int(i) for i in np.flatnonzero(bad)))

@@ -201,15 +201,18 @@ class SubmissionRunner:
     def _run_check(self, check: CheckSpec, code: StudentCode) -> CheckResult:
         seed = self._seed(check)
         public = check.visibility == PUBLIC
+        code.calls = []
+        context = CheckContext(student=code, seed=seed)
 
         def outcome(status: str, message: str, hint: str, detail: str) -> CheckResult:
             score = check.points if status == PASSED else 0.0
             return CheckResult(check.id, check.question, check.title, check.visibility, status, score,
-                               check.points, message if public else hint, detail, seed)
+                               check.points, message if public else hint, detail, seed,
+                               heatmaps=tuple(context.heatmaps), diff=context.diff, trace=context.trace)
 
         try:
             code.seed(seed)
-            check.run(CheckContext(student=code, seed=seed))
+            check.run(context)
         except WrongAnswer as exc:
             return outcome(FAILED, exc.message, exc.hint, exc.detail)
         except StudentRaised as exc:

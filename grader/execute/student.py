@@ -33,6 +33,21 @@ def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[b
     return {"args": [one(a) for a in args], "kwargs": {k: one(v) for k, v in kwargs.items()}}
 
 
+def _show(value: Any) -> str:
+    if isinstance(value, Arg):
+        value = value.value
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, precision=4, suppress_small=True, threshold=100)
+        return f"{value.dtype} {tuple(value.shape)} {text}"
+    if isinstance(value, StudentObject):
+        return f"<{value.class_name} object>"
+    return repr(value)
+
+
+def _show_args(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    return ", ".join([_show(a) for a in args] + [f"{k}={_show(v)}" for k, v in kwargs.items()])
+
+
 def _where(frame: Any) -> str:
     """' (cell [2], line 7, in masked_softmax: `X[~mask] = value`)' from the last frame in the student's code."""
     try:
@@ -53,6 +68,11 @@ class StudentCode:
         self.session = session
         self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
         self._max_elements = session.process.limits.max_array_elements
+        self.calls: list[str] = []  # what was called with what, for the instructor's view of a check
+
+    def log(self, text: str) -> None:
+        if len(self.calls) < 50:
+            self.calls.append(text[:1500])
 
     def request(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str) -> tuple[dict, list]:
         reply, reply_blobs = self.session.request(header, blobs, waiting_for=what)
@@ -102,6 +122,7 @@ class StudentCode:
         if not info.is_module:
             raise WrongAnswer(f"`{name}` should subclass torch.nn.Module", hint=f"`{name}` is not an nn.Module")
         shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        self.log(f"{name}({shown}), optional {dict(optional or {})}")
         reply, _ = self.request({"op": "new", "name": name, "kwargs": kwargs, "optional": dict(optional or {})},
                                 what=f"{name}({shown})")
         return StudentObject(self, int(reply["ref"]), name)
@@ -115,6 +136,7 @@ class StudentFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Returned:
         blobs: list[bytes] = []
         header = {"op": "call", "name": self.name, **_encode_args(args, kwargs, blobs)}
+        self.code.log(f"{self.name}({_show_args(args, kwargs)})")
         reply, reply_blobs = self.code.request(header, blobs, what=f"{self.name}(...)")
         return self.code.value(reply["value"], reply_blobs)
 
@@ -135,6 +157,7 @@ class StudentObject:
         blobs: list[bytes] = []
         header = {"op": "method", "ref": self.ref, "method": method, **_encode_args(args, kwargs, blobs)}
         shown = "forward" if method == "__call__" else method
+        self.code.log(f"{self.class_name}.{shown}({_show_args(args, kwargs)})")
         reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
         return self.code.value(reply["value"], reply_blobs)
 
@@ -157,5 +180,7 @@ class StudentObject:
 
     def set_parameters(self, params: Mapping[str, np.ndarray]) -> None:
         blobs = [wire.encode_array(np.asarray(v, dtype=np.float32)) for v in params.values()]
+        for name, value in params.items():
+            self.code.log(f"set {self.class_name}.{name} = {_show(np.asarray(value))}")
         self.code.request({"op": "set_params", "ref": self.ref, "names": list(params)}, blobs,
                           what=f"setting {self.class_name}'s parameters {', '.join(params)}")

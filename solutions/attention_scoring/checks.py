@@ -69,17 +69,17 @@ def forward(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, v
             expected: tuple[np.ndarray, np.ndarray], *, check_weights: bool = True) -> None:
     queries, keys, values = (Arg.tensor(x) for x in inputs)
     output = model(queries, keys, values, as_arg(valid))
-    ctx.expect_tensor(f"the output of {name}", output, expected[0])
-    if check_weights:
+    if check_weights:  # first: wrong weights explain a wrong output, and the heatmaps show how
         weights = model.attribute("attention_weights")
         ctx.expect(weights is not None, f"{name} does not store self.attention_weights in forward")
-        ctx.expect_tensor(f"{name}.attention_weights", weights, expected[1])
+        ctx.expect_tensor(f"{name}.attention_weights", weights, expected[1], attention=True)
+    ctx.expect_tensor(f"the output of {name}", output, expected[0])
 
 
 # ----- q1 masked_softmax -----------------------------------------------------------------------------------------
 def expect_masked_softmax(ctx: CheckContext, X: np.ndarray, valid: np.ndarray | None) -> None:
     got = ctx.student.function("masked_softmax")(Arg.tensor(X), as_arg(valid))
-    ctx.expect_tensor("masked_softmax(X, valid_lens)", got, ref.masked_softmax(X, valid))
+    ctx.expect_tensor("masked_softmax(X, valid_lens)", got, ref.masked_softmax(X, valid), attention=True)
 
 
 @check("q1", points=5, title="textbook example: valid_lens [2, 3] (1-D)")
@@ -161,7 +161,7 @@ def q2_toy_weights(ctx: CheckContext) -> None:
     ctx.expect(weights is not None, "AdditiveAttention does not store self.attention_weights in forward")
     expected = ref.additive_attention(queries, keys, values, valid, w["W_q.weight"], w["W_k.weight"],
                                       w["w_v.weight"])[1]
-    ctx.expect_tensor("AdditiveAttention.attention_weights", weights, expected)
+    ctx.expect_tensor("AdditiveAttention.attention_weights", weights, expected, attention=True)
 
 
 @check("q2", points=4, title="parameters: W_q, W_k and w_v without bias")
@@ -268,7 +268,7 @@ def q3_toy_weights(ctx: CheckContext) -> None:
     weights = model.attribute("attention_weights")
     ctx.expect(weights is not None, "DotProductAttention does not store self.attention_weights in forward")
     expected = ref.dot_product_attention(queries, keys, values, valid)[1]
-    ctx.expect_tensor("DotProductAttention.attention_weights", weights, expected)
+    ctx.expect_tensor("DotProductAttention.attention_weights", weights, expected, attention=True)
 
 
 @check("q3", points=3, title="valid_lens omitted (defaults to None)")

@@ -11,13 +11,20 @@ from grader.pipeline import grade_class
 
 from .conftest import ROOT
 
-TEMPLATES = ROOT / "assignments" / "attention_scoring"
+# assignment -> (a public check of q1, how its message starts on a blank template, written answer ids)
+ASSIGNMENTS = {
+    "attention_scoring": ("q1.textbook_1d", "masked_softmax(...) raised NotImplementedError", {"ex1", "ex3"}),
+    "bahdanau_attention": ("q1.seed_example", "AdditiveAttention(input_dim=20, hidden_dim=32) raised "
+                                              "NotImplementedError", set()),
+}
 
 
-def test_notebook_and_python_template_hold_the_same_code() -> None:
-    notebook = nbformat.read(TEMPLATES / "attention_scoring.ipynb", as_version=4)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_notebook_and_python_template_hold_the_same_code(assignment: str) -> None:
+    folder = ROOT / "assignments" / assignment
+    notebook = nbformat.read(folder / f"{assignment}.ipynb", as_version=4)
     nbformat.validate(notebook)
-    python_lines = [line.strip() for line in (TEMPLATES / "attention_scoring.py").read_text().splitlines()]
+    python_lines = [line.strip() for line in (folder / f"{assignment}.py").read_text().splitlines()]
     position = 0
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -28,15 +35,18 @@ def test_notebook_and_python_template_hold_the_same_code() -> None:
 
 
 @pytest.mark.slow
-def test_blank_templates_grade_to_zero_with_clear_messages(tmp_path: Path) -> None:
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_blank_templates_grade_to_zero_with_clear_messages(tmp_path: Path, assignment: str) -> None:
+    check_id, message, written = ASSIGNMENTS[assignment]
     submissions = tmp_path / "class"
     submissions.mkdir()
     for suffix in (".ipynb", ".py"):
-        template = TEMPLATES / f"attention_scoring{suffix}"
+        template = ROOT / "assignments" / assignment / f"{assignment}{suffix}"
         (submissions / f"blank{suffix[1:]}{suffix}").write_bytes(template.read_bytes())
-    run = grade_class(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out", jobs=2)
+    run = grade_class(assignment=assignment, submissions_dir=submissions, out_dir=tmp_path / "out", jobs=2)
+    assert len(run.results) == 2
     for result in run.results:
         assert (result.status, result.score) == ("graded", 0)
-        first = next(c for c in result.checks if c.check_id == "q1.textbook_1d")
-        assert first.message.startswith("masked_softmax(...) raised NotImplementedError")
-        assert {a.id: a.text for a in result.answers} == {"ex1": "", "ex3": ""}
+        first = next(c for c in result.checks if c.check_id == check_id)
+        assert first.message.startswith(message)
+        assert {a.id: a.text for a in result.answers} == dict.fromkeys(written, "")

@@ -47,15 +47,17 @@ class CheckContext:
         return (*self.student.calls, *self.expected)
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
-                      rtol: float = 1e-4, atol: float = 1e-5, attention: bool = False) -> np.ndarray:
+                      rtol: float = 1e-4, atol: float = 1e-5,
+                      attention: bool | tuple[str, str] = False) -> np.ndarray:
         """Fail unless ``got`` is a plain tensor equal to ``expected``; return the student's array.
 
-        ``attention``: the tensor holds attention weights (batch, queries, keys), drawn as heatmaps.
+        ``attention``: the tensor holds attention weights, drawn as heatmaps: (..., queries, keys), or one row of
+        weights over the keys; a pair of axis labels (x, y) replaces ("Keys", "Queries"), e.g. ("Keys", "Heads").
         """
         expected = np.asarray(expected)
         self.expected.append(f"expected {label}: {describe_array(expected)}")
         if attention:
-            self._draw(label, got, expected)
+            self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES)
         mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol)
         if mismatch is not None:
             if mismatch.category in ("values", "nonfinite") and got is not None and got.array is not None:
@@ -68,16 +70,16 @@ class CheckContext:
         if not condition:
             raise WrongAnswer(message, hint=hint or message)
 
-    def _draw(self, label: str, got: Returned | None, expected: np.ndarray) -> None:
-        if expected.ndim < 2:
+    def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:
+        if expected.ndim == 0:
             return
-        reference = expected.reshape(-1, *expected.shape[-2:])
+        reference = expected.reshape(-1, *expected.shape[-2:]) if expected.ndim > 1 else expected.reshape(1, 1, -1)
         student = None
         if got is not None and got.is_tensor and got.array is not None and got.shape == expected.shape:
             student = got.array.astype(np.float64).reshape(reference.shape)
         for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
             title = f"{label}, batch {item}" if expected.ndim > 2 else label
-            self.heatmaps.append(Heatmap(title, *ATTENTION_AXES, _rows(reference[item]),
+            self.heatmaps.append(Heatmap(title, *axes, _rows(reference[item]),
                                          _rows(student[item]) if student is not None else None))
 
     def _tabulate(self, label: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:

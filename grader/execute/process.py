@@ -64,6 +64,10 @@ def _child_env(home: str) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "MPLBACKEND": "Agg",
+        # A fixed threshold: large blocks always come from mmap and go back to the system when freed. glibc's
+        # default raises the threshold after a free, and a loop of large temporaries then grows the heap without
+        # bound, which would make memory budgets (and memory limits) depend on the allocator's history.
+        "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
     }
 
 

@@ -129,13 +129,30 @@ class StudentCode:
 
 
 class StudentFunction:
-    def __init__(self, code: StudentCode, name: str) -> None:
+    def __init__(self, code: StudentCode, name: str, memory_budget: int | None = None,
+                 no_grad: bool = False) -> None:
         self.code = code
         self.name = name
+        self.memory_budget = memory_budget
+        self.no_grad = no_grad
+
+    def with_memory_budget(self, nbytes: int) -> StudentFunction:
+        """The same function, called with at most ``nbytes`` of address space beyond what its process and its
+        arguments already hold. The limit stays for the rest of the question (the fork cannot raise it again):
+        make such a call the question's last check."""
+        return StudentFunction(self.code, self.name, nbytes, self.no_grad)
+
+    def without_grad(self) -> StudentFunction:
+        """The same function, called under torch.no_grad(), as at inference (autograd keeps every intermediate)."""
+        return StudentFunction(self.code, self.name, self.memory_budget, True)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Returned:
         blobs: list[bytes] = []
         header = {"op": "call", "name": self.name, **_encode_args(args, kwargs, blobs)}
+        if self.memory_budget is not None:
+            header["memory_budget"] = self.memory_budget
+        if self.no_grad:
+            header["no_grad"] = True
         self.code.log(f"{self.name}({_show_args(args, kwargs)})")
         reply, reply_blobs = self.code.request(header, blobs, what=f"{self.name}(...)")
         return self.code.value(reply["value"], reply_blobs)

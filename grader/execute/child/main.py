@@ -223,7 +223,11 @@ class Runner:
             return self.describe(header["name"])
         if op == "call":
             positional, keyword = args()
-            return {"value": self.encode(self.namespace[header["name"]](*positional, **keyword), out)}
+            if header.get("memory_budget"):
+                _limit_address_space(int(header["memory_budget"]))
+            with torch.no_grad() if header.get("no_grad") else contextlib.nullcontext():
+                value = self.namespace[header["name"]](*positional, **keyword)
+            return {"value": self.encode(value, out)}
         if op == "new":
             cls = self.namespace[header["name"]]
             keyword = dict(header["kwargs"])
@@ -295,6 +299,13 @@ def _set_parameter(module: torch.nn.Module, name: str, value: torch.Tensor, devi
             f"parameter {name} has shape {tuple(param.shape)}, but the assignment specifies {tuple(value.shape)}")
     with torch.no_grad():
         param.copy_(value.to(device=device, dtype=param.dtype))
+
+
+def _limit_address_space(budget: int) -> None:
+    """Allow ``budget`` more bytes of address space than now, for good: hard and soft limit alike."""
+    with open("/proc/self/status") as status:
+        size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (size + budget, size + budget))
 
 
 def _fork_for_question() -> int:

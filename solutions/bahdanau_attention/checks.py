@@ -1,0 +1,222 @@
+"""Graded checks for bahdanau_attention. Points: q1 25, q2 30, q3 25.
+
+The fixed case is the seed's (input_dim 20, hidden_dim 32, one query against 10 keys); random cases draw sizes and
+values from the check's seed. Every weight is set by the grader through the parameter names the assignment gives,
+so the student's initialisation never matters. q2 and q3 run with the reference AdditiveAttention in place of the
+student's, so a mistake in q1 costs points in q1 only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.check import Arg, Assignment, CheckContext, Question, StudentObject
+from grader.errors import StudentRaised
+from grader.results import HIDDEN
+
+from . import reference_numpy as ref
+
+ASSIGNMENT = Assignment(
+    name="bahdanau_attention",
+    title="Bahdanau additive attention: one query, multi-head, chunked",
+    questions=[
+        Question("q1", "AdditiveAttention", defines=("AdditiveAttention",)),
+        Question("q2", "MultiHeadAdditiveAttention", defines=("MultiHeadAdditiveAttention",),
+                 graded_with_reference=("AdditiveAttention",)),
+        Question("q3", "chunked_additive_attention", defines=("chunked_additive_attention",),
+                 graded_with_reference=("AdditiveAttention",)),
+    ],
+    provided="provided.py",
+)
+check = ASSIGNMENT.check
+
+HEADS_AXES = ("Keys", "Heads")
+MEMORY_KEYS = 1_000_000
+MEMORY_INPUT_DIM, MEMORY_HIDDEN_DIM = 16, 64
+MEMORY_BUDGET = 96 << 20  # the full computation needs (n, hidden_dim) float32 arrays of 256 MB each
+
+
+# ----- inputs and parameters -------------------------------------------------------------------------------------
+def layer_parameters(rng: np.random.Generator, input_dim: int, hidden_dim: int,
+                     prefix: str = "") -> dict[str, np.ndarray]:
+    """Weights for one AdditiveAttention, keyed by the parameter names the assignment gives."""
+    scale_in, scale_hidden = 1 / np.sqrt(input_dim), 2 / np.sqrt(hidden_dim)
+    return {f"{prefix}query_layer.weight": rng.normal(0, scale_in, (hidden_dim, input_dim)),
+            f"{prefix}query_layer.bias": rng.normal(0, 0.5, hidden_dim),
+            f"{prefix}key_layer.weight": rng.normal(0, scale_in, (hidden_dim, input_dim)),
+            f"{prefix}key_layer.bias": rng.normal(0, 0.5, hidden_dim),
+            f"{prefix}energy_layer.weight": rng.normal(0, scale_hidden, (1, hidden_dim)),
+            f"{prefix}energy_layer.bias": rng.normal(0, 0.5, 1)}
+
+
+def unprefixed(params: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
+    return {name.removeprefix(prefix): value for name, value in params.items() if name.startswith(prefix)}
+
+
+def additive(ctx: CheckContext, input_dim: int, hidden_dim: int) -> tuple[StudentObject, dict[str, np.ndarray]]:
+    model = ctx.student.construct("AdditiveAttention", input_dim=input_dim, hidden_dim=hidden_dim)
+    params = layer_parameters(ctx.rng, input_dim, hidden_dim)
+    model.set_parameters(params)
+    return model, params
+
+
+def inputs(rng: np.random.Generator, n: int, input_dim: int, value_dim: int) -> tuple[np.ndarray, ...]:
+    return (rng.normal(size=(1, input_dim)), rng.normal(size=(n, input_dim)), rng.normal(size=(n, value_dim)))
+
+
+def expect_pair(ctx: CheckContext, name: str, got: object, expected: tuple[np.ndarray, np.ndarray], *,
+                first: str, axes: tuple[str, str] = ("Keys", "Query"), rtol: float = 1e-4,
+                atol: float = 1e-5) -> None:
+    """``got`` must be a (first, attention_weights) pair equal to ``expected``; the weights are drawn."""
+    ctx.expect(got is not None and got.kind == "sequence" and got.length == 2,
+               f"{name} should return a pair ({first}, attention_weights), but returned {got.describe()}",
+               hint=f"{name} does not return a pair")
+    ctx.expect_tensor(f"the attention_weights returned by {name}", got.items[1], expected[1], attention=axes,
+                      rtol=rtol, atol=atol)
+    ctx.expect_tensor(f"the {first} returned by {name}", got.items[0], expected[0], rtol=rtol, atol=atol)
+
+
+def run_additive(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int, value_dim: int) -> None:
+    model, params = additive(ctx, input_dim, hidden_dim)
+    query, key, value = inputs(ctx.rng, n, input_dim, value_dim)
+    got = model(Arg.tensor(query), Arg.tensor(key), Arg.tensor(value))
+    expect_pair(ctx, "AdditiveAttention", got, ref.additive_attention(query, key, value, params),
+                first="weighted_sum")
+
+
+# ----- q1 AdditiveAttention --------------------------------------------------------------------------------------
+@check("q1", points=7, title="the seed's example: input_dim 20, hidden_dim 32, one query against 10 keys")
+def q1_seed_example(ctx: CheckContext) -> None:
+    run_additive(ctx, n=10, input_dim=20, hidden_dim=32, value_dim=20)
+
+
+@check("q1", points=5, title="a single key (n = 1): weights [1.0], and the weighted sum is that key's value")
+def q1_single_key(ctx: CheckContext) -> None:
+    run_additive(ctx, n=1, input_dim=6, hidden_dim=4, value_dim=3)
+
+
+@check("q1", points=4, title="values with another size than the keys (value_dim 7)")
+def q1_value_dim(ctx: CheckContext) -> None:
+    run_additive(ctx, n=5, input_dim=4, hidden_dim=8, value_dim=7)
+
+
+@check("q1", points=4, title="parameters: query_layer, key_layer and energy_layer, all with bias")
+def q1_parameters(ctx: CheckContext) -> None:
+    model = ctx.student.construct("AdditiveAttention", input_dim=5, hidden_dim=3)
+    found = model.parameters()
+    expected = {name: tuple(value.shape) for name, value in layer_parameters(ctx.rng, 5, 3).items()}
+    missing = sorted(set(expected) - set(found))
+    ctx.expect(not missing, f"AdditiveAttention has no parameter {', '.join(missing)} (every layer of the additive "
+                            "score has a bias: nn.Linear(..., bias=True), the default)")
+    extra = sorted(set(found) - set(expected))
+    ctx.expect(not extra, f"AdditiveAttention has parameters the assignment does not ask for: {', '.join(extra)}")
+    wrong = {name: found[name] for name in expected if found[name] != expected[name]}
+    ctx.expect(not wrong, f"AdditiveAttention's parameter shapes are {wrong}, expected "
+                          f"{ {name: expected[name] for name in wrong} }")
+
+
+@check("q1", points=5, visibility=HIDDEN, title="random sizes")
+def q1_random(ctx: CheckContext) -> None:
+    run_additive(ctx, n=int(ctx.rng.integers(2, 30)), input_dim=int(ctx.rng.integers(2, 12)),
+                 hidden_dim=int(ctx.rng.integers(2, 16)), value_dim=int(ctx.rng.integers(1, 9)))
+
+
+# ----- q2 MultiHeadAdditiveAttention -----------------------------------------------------------------------------
+def run_multi_head(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int, num_heads: int) -> None:
+    model = ctx.student.construct("MultiHeadAdditiveAttention", input_dim=input_dim, hidden_dim=hidden_dim,
+                                  num_heads=num_heads)
+    heads = [layer_parameters(ctx.rng, input_dim, hidden_dim, f"heads.{i}.") for i in range(num_heads)]
+    width = num_heads * input_dim
+    out = {"out_layer.weight": ctx.rng.normal(0, 1 / np.sqrt(width), (input_dim, width)),
+           "out_layer.bias": ctx.rng.normal(0, 0.5, input_dim)}
+    model.set_parameters({name: value for head in heads for name, value in head.items()} | out)
+    query, key, value = inputs(ctx.rng, n, input_dim, input_dim)
+    got = model(Arg.tensor(query), Arg.tensor(key), Arg.tensor(value))
+    expected = ref.multi_head_attention(query, key, value,
+                                        [unprefixed(h, f"heads.{i}.") for i, h in enumerate(heads)], out)
+    expect_pair(ctx, "MultiHeadAdditiveAttention", got, expected, first="output", axes=HEADS_AXES)
+
+
+@check("q2", points=8, title="structure: heads (an nn.ModuleList of AdditiveAttention) and out_layer")
+def q2_structure(ctx: CheckContext) -> None:
+    model = ctx.student.construct("MultiHeadAdditiveAttention", input_dim=6, hidden_dim=5, num_heads=3)
+    found = model.parameters()
+    heads = {name for name in found if name.startswith("heads.")}
+    expected_heads = {name for i in range(3) for name in layer_parameters(ctx.rng, 6, 5, f"heads.{i}.")}
+    ctx.expect(heads == expected_heads,
+               "MultiHeadAdditiveAttention should hold its heads in `self.heads`, an nn.ModuleList of 3 "
+               f"AdditiveAttention(input_dim, hidden_dim); found parameters {sorted(found)}")
+    ctx.expect(found.get("out_layer.weight") == (6, 18) and found.get("out_layer.bias") == (6,),
+               "out_layer should be nn.Linear(num_heads * input_dim, input_dim) = nn.Linear(18, 6), found "
+               f"weight {found.get('out_layer.weight')} and bias {found.get('out_layer.bias')}")
+
+
+@check("q2", points=10, title="4 heads, input_dim 8, hidden_dim 16, 5 keys")
+def q2_four_heads(ctx: CheckContext) -> None:
+    run_multi_head(ctx, n=5, input_dim=8, hidden_dim=16, num_heads=4)
+
+
+@check("q2", points=5, title="a single head")
+def q2_one_head(ctx: CheckContext) -> None:
+    run_multi_head(ctx, n=4, input_dim=3, hidden_dim=5, num_heads=1)
+
+
+@check("q2", points=7, visibility=HIDDEN, title="random sizes")
+def q2_random(ctx: CheckContext) -> None:
+    run_multi_head(ctx, n=int(ctx.rng.integers(1, 20)), input_dim=int(ctx.rng.integers(2, 10)),
+                   hidden_dim=int(ctx.rng.integers(2, 12)), num_heads=int(ctx.rng.integers(2, 6)))
+
+
+# ----- q3 chunked_additive_attention -----------------------------------------------------------------------------
+def run_chunked(ctx: CheckContext, *, n: int, chunk_size: int, input_dim: int = 6, hidden_dim: int = 8,
+                value_dim: int = 5) -> None:
+    attention, params = additive(ctx, input_dim, hidden_dim)
+    query, key, value = inputs(ctx.rng, n, input_dim, value_dim)
+    chunked = ctx.student.function("chunked_additive_attention")
+    got = chunked(attention, Arg.tensor(query), Arg.tensor(key), Arg.tensor(value), chunk_size)
+    expect_pair(ctx, "chunked_additive_attention", got, ref.additive_attention(query, key, value, params),
+                first="weighted_sum")
+
+
+@check("q3", points=8, title="50 keys in chunks of 7 (the last chunk is shorter)")
+def q3_uneven_chunks(ctx: CheckContext) -> None:
+    run_chunked(ctx, n=50, chunk_size=7)
+
+
+@check("q3", points=3, title="chunks of one key")
+def q3_chunks_of_one(ctx: CheckContext) -> None:
+    run_chunked(ctx, n=9, chunk_size=1)
+
+
+@check("q3", points=3, title="one chunk larger than all the keys")
+def q3_one_big_chunk(ctx: CheckContext) -> None:
+    run_chunked(ctx, n=9, chunk_size=100)
+
+
+@check("q3", points=4, visibility=HIDDEN, title="random sizes and chunk size, large scores")
+def q3_random(ctx: CheckContext) -> None:
+    n = int(ctx.rng.integers(2, 3000))
+    run_chunked(ctx, n=n, chunk_size=int(ctx.rng.integers(1, n + 1)), hidden_dim=int(ctx.rng.integers(2, 12)))
+
+
+@check("q3", points=7, title="a million keys under torch.no_grad() within a memory budget (no (n, hidden_dim) tensor)")
+def q3_memory(ctx: CheckContext) -> None:
+    """Last in q3: its memory limit stays for the rest of the question."""
+    attention, params = additive(ctx, MEMORY_INPUT_DIM, MEMORY_HIDDEN_DIM)
+    query, key, value = inputs(ctx.rng, MEMORY_KEYS, MEMORY_INPUT_DIM, 4)
+    key, value = key.astype(np.float32), value.astype(np.float32)  # sent as they will be used: half the bytes
+    chunked = ctx.student.function("chunked_additive_attention").without_grad().with_memory_budget(MEMORY_BUDGET)
+    try:
+        got = chunked(attention, Arg.tensor(query), Arg.tensor(key), Arg.tensor(value), 10_000)
+    except StudentRaised as exc:
+        if exc.exc_type in ("MemoryError", "RuntimeError") and "memory" in f"{exc.exc_type} {exc.exc_message}".lower():
+            ctx.expect(False, f"chunked_additive_attention ran out of memory with {MEMORY_KEYS:,} keys in chunks of "
+                              f"10,000: it may use {MEMORY_BUDGET >> 20} MB beyond its inputs, and one "
+                              f"({MEMORY_KEYS:,}, {MEMORY_HIDDEN_DIM}) float32 tensor alone takes "
+                              f"{MEMORY_KEYS * MEMORY_HIDDEN_DIM * 4 >> 20} MB: apply the layers to one chunk of keys "
+                              f"at a time ({exc.exc_type}: {exc.exc_message[:160]})",
+                       hint="chunked_additive_attention ran out of memory")
+        raise
+    expected = ref.additive_attention(query, key, value, params)
+    # A million weights of about 1e-6 each: the tolerance must be relative, not the default absolute 1e-5.
+    expect_pair(ctx, "chunked_additive_attention", got, expected, first="weighted_sum", rtol=1e-3, atol=1e-10)

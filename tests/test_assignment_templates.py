@@ -13,6 +13,8 @@ from .conftest import ROOT
 
 # assignment -> (a public check of q1, how its message starts on a blank template, written answer ids)
 ASSIGNMENTS = {
+    "keras_additive_attention": ("q1.key_omitted", "KerasAdditiveAttention(dim=4, use_scale=True, causal=False, "
+                                                   "dropout=0.0) raised NotImplementedError", set()),
     "attention_scoring": ("q1.textbook_1d", "masked_softmax(...) raised NotImplementedError", {"ex1", "ex3"}),
     "bahdanau_attention": ("q1.seed_example", "AdditiveAttention(input_dim=20, hidden_dim=32) raised "
                                               "NotImplementedError", set()),

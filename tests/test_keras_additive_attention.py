@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-os.environ.setdefault("KERAS_BACKEND", "torch")
-import keras  # noqa: E402  (after choosing its backend)
+os.environ.setdefault("KERAS_BACKEND", "torch")  # read once, when keras is imported
+import keras
 
-from grader.check import load_solution_module  # noqa: E402
-from grader.pipeline import ClassRun, grade_class  # noqa: E402
-from grader.results import SubmissionResult  # noqa: E402
+from grader.check import load_solution_module
+from grader.pipeline import ClassRun, grade_class
+from grader.results import SubmissionResult
 
-from .conftest import ROOT  # noqa: E402
+from .conftest import ROOT
 
 ref_np = load_solution_module("keras_additive_attention", "reference_numpy")
 ref_torch = load_solution_module("keras_additive_attention", "reference_torch")

@@ -48,6 +48,7 @@ def _grade(args: argparse.Namespace) -> int:
         if run.unchanged else ""
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
           f"{len(run.results) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
+    print(run.rendering.summary())
     if run.missing:
         print(f"  kept in the gradebook, no submission found now: {', '.join(run.missing)}")
     for skipped in run.skipped:

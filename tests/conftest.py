@@ -21,6 +21,17 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+# Measurements a test wants in the log whatever the outcome (e.g. how long rendering one student page takes).
+MEASURED: dict[str, str] = {}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if MEASURED:
+        terminalreporter.section("measured")
+        for name, value in MEASURED.items():
+            terminalreporter.write_line(f"{name}: {value}")
+
+
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
     """The bundled sample class graded once, as `make grade` does."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,11 @@ def test_grade_prints_progress_and_the_dashboard(tmp_path: Path) -> None:
     assert "invalid: ben.ipynb is not a valid notebook" in result.stdout
     assert "skipped " in result.stdout and "notes.docx" in result.stdout
     assert f"Dashboard: {(tmp_path / 'out' / 'index.html').resolve()}" in result.stdout
+    # How long the pages took to render, measured around the rendering, e.g. "2 student pages in 0.02 s (9.1 ms each)"
+    assert re.search(r"^Reports: 2 student pages in \d+\.\d+ s \(\d+\.\d ms each\); 2 instructor pages", result.stdout,
+                     re.MULTILINE), result.stdout
     for name in ("grades.csv", "index.html", "gradebook.sqlite", "students/ana/report.html",
-                 "students/ben/results.json"):
+                 "students/ana/instructor.html", "students/ben/results.json"):
         assert (tmp_path / "out" / name).is_file()
 
 

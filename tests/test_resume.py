@@ -226,7 +226,8 @@ def check_whole_class(out: Path, students: set[str]) -> None:
     dashboard = (out / "index.html").read_text()
     assert all(f"students/{s}/report.html" in dashboard for s in students)
     for student in students:
-        assert sorted(p.name for p in (out / "students" / student).iterdir()) == ["report.html", "results.json"]
+        assert sorted(p.name for p in (out / "students" / student).iterdir()) == ["instructor.html", "report.html",
+                                                                               "results.json"]
     assert [p for p in out.rglob(".*") if p.name != ".grader.lock"] == []
 
 

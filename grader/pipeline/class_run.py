@@ -7,8 +7,10 @@ students' pages cover the whole class, reused results and new ones alike. ``forc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -29,11 +31,35 @@ from grader.pipeline.submission_run import grade_submission, unrun_questions
 from grader.record import Gradebook, gradescope_results, write_grades_csv, write_text_atomic
 from grader.record.atomic import remove_partial_writes
 from grader.record.output_lock import output_lock
-from grader.report import render_dashboard, render_student_report
+from grader.report import render_dashboard, render_instructor_report, render_student_report
 from grader.results import INTERNAL, SubmissionResult
 
 Progress = Callable[[SubmissionResult, int, int], None]  # (result, graded so far, to grade in this run)
 Planned = Callable[[int, int], None]  # (to grade in this run, unchanged since an earlier run)
+
+
+@dataclass(frozen=True)
+class RenderTimes:
+    """How long writing the pages took (rendering only, not writing the files): the student pages must stay fast."""
+
+    pages: int = 0  # students, each with a student page and an instructor page
+    student_s: float = 0.0
+    instructor_s: float = 0.0
+    dashboard_s: float = 0.0
+
+    def add(self, student_s: float, instructor_s: float) -> RenderTimes:
+        return RenderTimes(self.pages + 1, self.student_s + student_s, self.instructor_s + instructor_s,
+                           self.dashboard_s)
+
+    def summary(self) -> str:
+        """e.g. 'Reports: 17 student pages in 0.09 s (5.3 ms each); ...'"""
+        if not self.pages:
+            return f"Reports: no student pages; the dashboard in {1000 * self.dashboard_s:.1f} ms"
+        each = 1000 / self.pages
+        return (f"Reports: {self.pages} student pages in {self.student_s:.2f} s ({self.student_s * each:.1f} ms "
+                f"each); {self.pages} instructor pages, with the notebook rendered by nbconvert, in "
+                f"{self.instructor_s:.2f} s ({self.instructor_s * each:.0f} ms each); the dashboard in "
+                f"{1000 * self.dashboard_s:.1f} ms")
 
 
 @dataclass(frozen=True)
@@ -44,6 +70,7 @@ class ClassRun:
     skipped: tuple[Skipped, ...]
     unchanged: tuple[str, ...] = ()  # students whose stored result was reused, not regraded
     missing: tuple[str, ...] = ()  # students in the gradebook with no submission now (kept there)
+    rendering: RenderTimes = RenderTimes()
 
     @property
     def graded_now(self) -> int:
@@ -71,10 +98,19 @@ def _internal_error(submission: Submission, assignment: Assignment, root: Path) 
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0)
 
 
-def _write_student(out_dir: Path, result: SubmissionResult, title: str) -> None:
+def _write_student(out_dir: Path, result: SubmissionResult, title: str,
+                   submission: Submission | None) -> tuple[float, float]:
+    """Write a student's files; return how long rendering their page and their instructor page took."""
     folder = out_dir / "students" / result.student
     write_text_atomic(folder / "results.json", json.dumps(gradescope_results(result), indent=2) + "\n")
-    write_text_atomic(folder / "report.html", render_student_report(result, title=title))
+    started = time.perf_counter()
+    page = render_student_report(result, title=title)
+    rendered = time.perf_counter()
+    instructor_page = render_instructor_report(result, title=title, submission=submission)
+    done = time.perf_counter()
+    write_text_atomic(folder / "instructor.html", instructor_page)
+    write_text_atomic(folder / "report.html", page)
+    return rendered - started, done - rendered
 
 
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
@@ -111,6 +147,8 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
 
     workers = jobs or os.cpu_count() or 1
     graded: list[SubmissionResult] = []
+    by_student = {s.student: s for s in submissions}
+    times = RenderTimes()
     with Gradebook(out_dir / "gradebook.sqlite") as book:
         plan = plan_resume(submissions, book.stored(spec.name), fingerprint=fingerprint, root=submissions_dir,
                            force=force)
@@ -119,10 +157,10 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(grade, s) for s in plan.to_grade]
             for reused in plan.reused:  # rendered again from the stored result while the workers grade
-                _write_student(out_dir, reused, spec.title)
+                times = times.add(*_write_student(out_dir, reused, spec.title, by_student.get(reused.student)))
             for future in as_completed(futures):
                 result = future.result()
-                _write_student(out_dir, result, spec.title)
+                times = times.add(*_write_student(out_dir, result, spec.title, by_student.get(result.student)))
                 book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
                 graded.append(result)
                 if progress is not None:
@@ -130,7 +168,9 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     results = sorted([*graded, *plan.reused], key=lambda r: r.student)
     write_grades_csv(out_dir / "grades.csv", results)
     max_score = sum(c.points for c in spec.checks)
-    write_text_atomic(out_dir / "index.html",
-                      render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score))
+    started = time.perf_counter()
+    dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score)
+    times = dataclasses.replace(times, dashboard_s=time.perf_counter() - started)
+    write_text_atomic(out_dir / "index.html", dashboard)
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
-                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing)
+                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing, rendering=times)

@@ -1,39 +1,143 @@
-"""Render the student report and the class dashboard from results (templates in the top-level templates/)."""
+"""Render the student's page, the instructor's page and the class dashboard from results (templates in templates/).
+
+Every page is one self-contained file: CSS, SVG and the dashboard's script inline, no fonts, no CDN. A
+Content-Security-Policy in each page says so to the browser as well: nothing may load from anywhere, and the only
+script that may run is the grader's own (allowed by its hash), so nothing a student printed or wrote can run.
+
+The student's page is rendered from ``for_student(result)``, a copy without what only the instructor may see (every
+check's detail and trace; a hidden check's seed, heatmaps and differing entries; what the student's code printed
+while the checks ran, which could print a hidden check's inputs), so no template mistake can show it.
+"""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
+import hashlib
+import math
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
+from grader.discover import Submission
 from grader.layout import TEMPLATES_DIR
-from grader.results import PUBLIC, SubmissionResult
+from grader.report.dashboard import class_stats, histogram_svg
+from grader.report.heatmap import exact, heatmap_figure
+from grader.report.notebook import clip, highlight_css, notebook_section
+from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SubmissionResult, TensorDiff
+
+OUTPUT_SHOWN = 6000  # characters of one cell's output on a page; the rest is cut from the middle
+STATUS_LABELS = {"not_run": "not run", "internal_error": "grader error"}
+CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {script}; base-uri 'none'; "
+       "form-action 'none'")
 
 
-@lru_cache(maxsize=1)
+def when(iso: str) -> str:
+    """2026-11-22T03:33:59+00:00 as 2026-11-22 03:33:59 UTC."""
+    return iso.replace("T", " ").replace("+00:00", " UTC")
+
+
+def diff_blocks(diff: TensorDiff) -> list[dict[str, Any]]:
+    """A small differing tensor as 2-D blocks for tables: one per index of its leading dimensions."""
+    shape = tuple(diff.shape) or (1,)
+    cols = shape[-1]
+    rows = shape[-2] if len(shape) >= 2 else 1
+    lead = shape[:-2]
+    bad = set(diff.bad)
+    blocks = []
+    for b in range(math.prod(lead) if lead else 1):
+        index, rest = [], b
+        for size in reversed(lead):
+            index.append(rest % size)
+            rest //= size
+        caption = f"[{', '.join(str(i) for i in reversed(index))}, :, :]" if lead else ""
+        table = []
+        for r in range(rows):
+            cells = []
+            for c in range(cols):
+                flat = (b * rows + r) * cols + c
+                if flat < len(diff.got) and flat < len(diff.expected):
+                    cells.append({"got": diff.got[flat], "expected": diff.expected[flat], "bad": flat in bad})
+            table.append(cells)
+        blocks.append({"caption": caption, "rows": table})
+    return blocks
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+@cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["points"] = lambda value: f"{value:g}"
+    env.filters.update(points=lambda value: f"{value:g}", clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
+                       number=_number, exact=exact, label=lambda status: STATUS_LABELS.get(status, status))
+    env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN)
     return env
 
 
+@cache
+def _dashboard_script() -> tuple[Markup, str]:
+    script = (TEMPLATES_DIR / "dashboard.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return Markup(script), Markup(CSP.format(script=f"'sha256-{digest}'"))
+
+
+def _render(template: str, **context: Any) -> str:
+    context.setdefault("csp", Markup(CSP.format(script="'none'")))
+    return _environment().get_template(template).render(**context)
+
+
+def _check_for_student(check: CheckResult) -> CheckResult:
+    if check.visibility == PUBLIC:
+        return dataclasses.replace(check, detail="", trace=())
+    return dataclasses.replace(check, detail="", trace=(), seed=0, heatmaps=(), diff=None)
+
+
+def for_student(result: SubmissionResult) -> SubmissionResult:
+    """The result as the student may see it (see the module's docstring)."""
+    questions = tuple(dataclasses.replace(q, stdout="", stderr="", checks=tuple(_check_for_student(c)
+                                                                                for c in q.checks))
+                      for q in result.questions)
+    notes = result.notes
+    if result.status == INTERNAL:  # the grader's own traceback: it may quote the checks' code
+        notes = tuple(n for n in notes if "Traceback (most recent call last)" not in n)
+    return dataclasses.replace(result, questions=questions, notes=notes)
+
+
+def _printed_while_graded(result: SubmissionResult) -> bool:
+    return any(q.stdout or q.stderr for q in result.questions)
+
+
 def render_student_report(result: SubmissionResult, *, title: str) -> str:
-    """The student's page: hidden checks show their name and result only (their message is already safe)."""
-    return _environment().get_template("report.html.j2").render(r=result, title=title, PUBLIC=PUBLIC)
+    """The student's page: hidden checks show their name, result and a message that names no input or value."""
+    return _render("report.html.j2", r=for_student(result), title=title, instructor=False,
+                   printed_while_graded=_printed_while_graded(result))
+
+
+def render_instructor_report(result: SubmissionResult, *, title: str, submission: Submission | None = None) -> str:
+    """Everything on the student's page, plus each check's detail and trace (hidden ones' inputs and expected values
+    included), their heatmaps and differing entries, what the code printed while graded, and the notebook as it ran
+    (``submission`` is read again for its cells; without it, the page says the file is gone)."""
+    try:
+        notebook, why, raw = notebook_section(result, submission)
+    except Exception as exc:  # a notebook nbconvert cannot render costs the instructor that section, not the page
+        notebook, why, raw = None, f"The {result.kind} could not be rendered ({type(exc).__name__}: {exc}).", None
+    return _render("report.html.j2", r=result, title=title, instructor=True,
+                   printed_while_graded=_printed_while_graded(result), notebook=notebook, notebook_missing=why,
+                   raw_source=raw, highlight_css=Markup(highlight_css()))
 
 
 def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped: Sequence[Any] = (),
                      max_score: float) -> str:
     ordered = sorted(results, key=lambda r: r.student)
-    failed_to_run = [r for r in ordered if r.status != "graded"]
-    question_ids = [q.id for q in ordered[0].questions] if ordered else []
-    averages = {}
-    for qid in question_ids:
-        scores = [q.score / q.max_score for r in ordered for q in r.questions if q.id == qid and q.max_score]
-        averages[qid] = 100 * sum(scores) / len(scores) if scores else 0.0
-    return _environment().get_template("dashboard.html.j2").render(
-        results=ordered, title=title, failed=failed_to_run, skipped=skipped, question_ids=question_ids,
-        averages=averages, max_score=max_score)
+    stats = class_stats(ordered, max_score)
+    script, csp = _dashboard_script()
+    return _render("dashboard.html.j2", results=ordered, title=title, skipped=skipped, max_score=max_score,
+                   stats=stats, histogram=histogram_svg(stats.histogram, max_score),
+                   failed=[r for r in ordered if r.status != GRADED],
+                   question_ids=[q.id for q in stats.questions], script=script, csp=csp)

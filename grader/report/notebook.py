@@ -1,0 +1,260 @@
+"""The instructor's view of a submission as it ran: a notebook built from the student's cells, with what the grader
+captured of each (stdout, stderr, the error) as its outputs, rendered by nbconvert.
+
+The cells come from the submission file, read again here (a stored result keeps no source): a notebook's own cells,
+markdown included, with their outputs dropped as the grader drops them; a ``.py`` file's top-level statements, as
+the grader ran them. Outputs are only ever what the grader captured, never what a notebook was saved with.
+
+nbconvert's page templates load MathJax and require.js from CDNs; this uses its ``basic`` template (cells only)
+inside the report's own page. Code and outputs reach the page escaped (Pygments, nbconvert's ansi2html); a student's
+markdown may hold raw HTML, which nbconvert passes through, so its HTML is cleaned with an allow-list (bleach): nothing
+of it may run, load or link anywhere from the instructor's browser: scripts, images, frames, styles and event
+handlers are shown as text or dropped, and links keep their text, their address as a tooltip. (The page's
+Content-Security-Policy would refuse a script or a load anyway.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import bleach
+import jinja2
+import nbformat
+from bleach.html5lib_shim import Filter
+from markupsafe import Markup
+
+from grader.discover import MAX_SUBMISSION_BYTES, Submission, read_submission
+from grader.errors import InvalidSubmission
+from grader.results import SubmissionResult, UnitResult
+
+RAW_SOURCE_LIMIT = 200_000  # characters of an unreadable file shown as text to the instructor
+OUTPUT_SHOWN = 20_000  # characters of one output stream of a cell
+
+ALLOWED_TAGS = frozenset({
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1", "h2", "h3", "h4", "h5",
+    "h6", "hr", "i", "kbd", "li", "ol", "p", "pre", "s", "span", "strong", "sub", "sup", "table", "tbody", "td",
+    "tfoot", "th", "thead", "tr", "ul",
+})
+ALLOWED_ATTRIBUTES = {"*": ["class"], "a": ["href", "title"], "td": ["colspan", "rowspan"],
+                      "th": ["colspan", "rowspan"]}
+
+
+class _LinksGoNowhere(Filter):
+    """A link keeps its text; its address becomes a tooltip, so the page links to nothing, on or off the machine
+    (nor to an anchor of the student's notebook, whose ids the page does not keep)."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        for token in super().__iter__():
+            if token.get("type") in ("StartTag", "EmptyTag") and token.get("name") == "a":
+                attributes = dict(token.get("data") or {})
+                href = attributes.pop((None, "href"), None)
+                if href and not href.startswith("#"):
+                    attributes[(None, "title")] = href
+                token = {**token, "data": attributes}
+            yield token
+
+
+@cache
+def _cleaner() -> bleach.Cleaner:
+    return bleach.Cleaner(tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, strip=False, strip_comments=True,
+                          filters=[_LinksGoNowhere])
+
+
+# A tag that cannot run, load or link anything: a plain element, at most a class. Pygments' highlighted code and most
+# rendered markdown hold only these, and skip the (slow) HTML parse of the cleaner.
+_PLAIN_TAG = re.compile(r'<(?:/?(?:a|p|h[1-6]|em|strong|b|i|code|pre|span|div|ul|ol|li|blockquote|table|thead|tbody|'
+                        r'tr|th|td|sub|sup|del|s|kbd|dl|dt|dd)(?: class="[\w\- :]*")?|br ?/?|hr ?/?)>')
+
+
+def safe_html(html: str) -> str:
+    """HTML from a student's notebook that cannot run, load or link anything (see the module's docstring)."""
+    if html.count("<") == len(_PLAIN_TAG.findall(html)):  # every tag is a plain one
+        return html
+    return _cleaner().clean(html)
+
+
+@cache
+def _exporter() -> Any:
+    # Imported on first use: nbconvert takes a few hundred milliseconds to import.
+    from nbconvert import HTMLExporter, TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class SafeHTMLExporter(HTMLExporter):  # type: ignore[misc]
+        """Markdown cells' HTML is cleaned (nbconvert passes a cell's raw HTML through), as is what ``clean_html``
+        receives: highlighted code, raw cells and rich outputs (the notebooks built here hold none of the last two)."""
+
+        @jinja2.pass_context
+        def markdown2html(self, context: Any, source: str) -> str:
+            return safe_html(super().markdown2html(context, source))
+
+        def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> Any:
+            """HTMLExporter's, less its BeautifulSoup pass over the whole page (alt text for images, tabindex on
+            JupyterLab's classes: neither is in these notebooks or this template), which costs half the time."""
+            try:
+                self.register_filter("highlight_code", Highlight2HTML(pygments_lexer="ipython3", parent=self))
+                resources = self._init_resources(resources)
+                self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                    notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+            except AttributeError:  # another nbconvert: its own way
+                return super().from_notebook_node(nb, resources, **kw)
+            return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+    return SafeHTMLExporter(template_name="basic", exclude_anchor_links=True, filters={"clean_html": safe_html})
+
+
+_lock = threading.Lock()  # one exporter, used by one thread at a time
+
+
+@cache
+def highlight_css() -> str:
+    """Pygments' colours for the code cells (nbconvert marks tokens with its classes), under ``.notebook``."""
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(style="default").get_style_defs(".notebook .highlight")
+
+
+def _drop_outputs(obj: dict) -> Any:
+    return None if "output_type" in obj else obj
+
+
+def _text(source: Any) -> str:
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def _notebook_cells(path: Path) -> list[tuple[str, str]]:
+    """(cell type, source) of a notebook's code and markdown cells, its saved outputs dropped while parsing."""
+    if path.stat().st_size > MAX_SUBMISSION_BYTES:
+        raise ValueError("too big")
+    data = json.loads(path.read_text(encoding="utf-8-sig"), object_hook=_drop_outputs)
+    if "worksheets" in data:  # nbformat 3 and before: code in "input", headings in their own cells
+        cells = [c for ws in data["worksheets"] for c in ws.get("cells", [])]
+    else:
+        cells = data["cells"]
+    found = []
+    for cell in cells:
+        kind = cell.get("cell_type")
+        if kind == "code":
+            found.append(("code", _text(cell.get("source", cell.get("input")))))
+        elif kind == "markdown":
+            found.append(("markdown", _text(cell.get("source"))))
+        elif kind == "heading":
+            found.append(("markdown", "#" * int(cell.get("level", 1)) + " " + _text(cell.get("source"))))
+    return found
+
+
+def clip(text: str, limit: int = OUTPUT_SHOWN) -> str:
+    """Long output cut in the middle: its beginning and its end (an error, a note of what was not kept) stay."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 4, limit // 4
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters not shown here ...]\n{text[-tail:]}"
+
+
+def _outputs(unit: UnitResult | None) -> list:
+    """What the grader captured of one unit, as nbformat outputs."""
+    if unit is None:
+        return [nbformat.v4.new_output("stream", name="stderr", text="[grader] this code did not run\n")]
+    outputs = []
+    if unit.stdout:
+        outputs.append(nbformat.v4.new_output("stream", name="stdout", text=clip(unit.stdout)))
+    if unit.stderr:
+        outputs.append(nbformat.v4.new_output("stream", name="stderr", text=clip(unit.stderr)))
+    if unit.error:
+        last = unit.error.rstrip().splitlines()[-1] if unit.error.strip() else unit.error
+        name, _, value = last.partition(": ")
+        outputs.append(nbformat.v4.new_output("error", ename=name, evalue=value,
+                                              traceback=unit.error.rstrip().splitlines()))
+    grader_says = [f"[grader] {unit.status.replace('_', ' ')}"] if unit.status not in ("ok", "error") else []
+    grader_says += [f"[grader] {note}" for note in unit.notes]
+    if grader_says:
+        outputs.append(nbformat.v4.new_output("stream", name="stderr", text="\n".join(grader_says) + "\n"))
+    return outputs
+
+
+def _sources(result: SubmissionResult, submission: Submission) -> tuple[list[tuple[str, str, str]], str]:
+    """(cell type, source, the label of its unit in the result) for each cell, or why there are none.
+
+    A graded notebook is parsed once more for its own cells (its code cells are, in order, the units the grader
+    ran, "cell [1]" ...); if that does not match, or for a .py, the program is read as the grader read it."""
+    if submission.kind == "notebook" and result.units:
+        try:
+            cells = _notebook_cells(submission.path)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            cells = []
+        labels = iter(u.label for u in result.units)
+        if sum(1 for kind, _ in cells if kind == "code") == len(result.units):
+            return [(kind, source, next(labels) if kind == "code" else "") for kind, source in cells], ""
+    try:
+        program = read_submission(submission, written_ids=())
+    except InvalidSubmission as exc:
+        return [], f"The file could not be read as a {submission.kind}: {exc.message}"
+    except OSError as exc:
+        return [], f"The file could not be read: {exc}"
+    return [("code", u.source, u.label) for u in program.units], ""
+
+
+def build_notebook(result: SubmissionResult, submission: Submission | None) -> tuple[Any | None, str]:
+    """The notebook the instructor sees, or None and why there is none."""
+    if submission is None:
+        return None, "The submission file is no longer in the submissions folder."
+    sources, why = _sources(result, submission)
+    if why:
+        return None, why
+    by_label = {u.label: u for u in result.units}
+    cells: list[Any] = []
+    count = 0
+    for kind, source, label in sources:
+        if kind == "markdown":
+            cells.append(nbformat.v4.new_markdown_cell(source, id=f"markdown-{len(cells) + 1}"))
+            continue
+        count += 1
+        cell = nbformat.v4.new_code_cell(source, execution_count=count, id=f"code-{count}")
+        cell.outputs = _outputs(by_label.get(label))
+        cell.metadata["grader_label"] = label
+        cells.append(cell)
+    notebook = nbformat.v4.new_notebook(cells=cells, metadata={
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"}})
+    return notebook, ""
+
+
+def render_notebook(notebook: Any) -> Markup:
+    """The notebook's cells as HTML (nbconvert's basic template), cleaned of anything that could run or load."""
+    with _lock:
+        body, _ = _exporter().from_notebook_node(notebook)
+    return Markup(body)
+
+
+def raw_source(submission: Submission | None) -> str | None:
+    """An unreadable submission as text, if it is text at all, for the instructor to see what went wrong."""
+    if submission is None or submission.problem:
+        return None
+    try:
+        if submission.path.is_symlink() or submission.path.stat().st_size > 8 * RAW_SOURCE_LIMIT:
+            return None
+        data = submission.path.read_bytes()
+    except OSError:
+        return None
+    if b"\0" in data:
+        return None
+    text = data.decode("utf-8", errors="replace")
+    if len(text) > RAW_SOURCE_LIMIT:
+        text = text[:RAW_SOURCE_LIMIT] + f"\n[... {len(text) - RAW_SOURCE_LIMIT} more characters not shown]"
+    return text
+
+
+def notebook_section(result: SubmissionResult, submission: Submission | None) -> tuple[Markup | None, str, str | None]:
+    """(the rendered notebook or None, why there is none, the file as text when it could not be read)."""
+    notebook, why = build_notebook(result, submission)
+    if notebook is None:
+        return None, why, raw_source(submission)
+    return render_notebook(notebook), "", None
+

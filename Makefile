@@ -9,7 +9,7 @@ SUBMISSIONS ?= tests/submissions/$(ASSIGNMENT)
 OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 
-.PHONY: install system-deps grade test lint clean
+.PHONY: install system-deps grade test lint screenshots clean
 
 install: $(STAMP)
 
@@ -19,12 +19,21 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# bubblewrap isolates student code (see the README's security model); without it the grader degrades and warns.
+# System packages, as Debian names them, each with the command that shows it is there: bubblewrap isolates student
+# code (see the README's security model; without it the grader degrades and warns); chromium is the real browser
+# the page tests drive (tests/test_browser.py, `make screenshots`). A no-op when both are there; as root with
+# apt-get it installs what is missing, otherwise it says what to install and fails.
+SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium
+
 system-deps:
-	@command -v bwrap >/dev/null || { \
+	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
+	  command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
+	[ -z "$$missing" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get install -y -q bubblewrap || { apt-get update -q && apt-get install -y -q bubblewrap; }; \
-	  else echo "install bubblewrap with your package manager (e.g. sudo apt-get install bubblewrap)"; exit 1; fi; }
+	    echo "system-deps: installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $$missing || { apt-get update -q && apt-get install -y -q $$missing; }; \
+	  else echo "system-deps: missing$$missing: install with your package manager" \
+	    "(e.g. sudo apt-get install$$missing), or run make as root" >&2; exit 1; fi; }
 
 grade: $(STAMP)
 	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
@@ -32,8 +41,12 @@ grade: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check grader solutions tests
 
-test: lint
+test: system-deps lint
 	$(BIN)/python -m pytest
+
+# The README's pictures: the sample class's dashboard and one student's report, as headless Chromium shows them.
+screenshots: system-deps grade
+	$(BIN)/python -m tests.browser $(OUT) docs/screenshots --student mistake_softmax_axis
 
 clean:
 	rm -rf out .pytest_cache .ruff_cache

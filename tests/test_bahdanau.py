@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
 from grader.check import load_solution_module
 from grader.pipeline import ClassRun, grade_class
-from grader.results import SubmissionResult
 
 from .conftest import ROOT
+from .sample_classes import (
+    assert_full_marks,
+    assert_loses_only,
+    assert_readme_lists_every_sample,
+    by_student,
+)
 
 ref_np = load_solution_module("bahdanau_attention", "reference_numpy")
 ref_torch = load_solution_module("bahdanau_attention", "reference_torch")
@@ -75,19 +78,10 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
                        out_dir=tmp_path_factory.mktemp("bahdanau") / "out", jobs=2)
 
 
-def by_student(run: ClassRun) -> dict[str, SubmissionResult]:
-    return {r.student: r for r in run.results}
-
-
-def message(result: SubmissionResult, check_id: str) -> str:
-    return next(c.message for c in result.checks if c.check_id == check_id)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("student", ["reference_style", "seed_style"])
 def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None:
-    result = by_student(sample)[student]
-    assert {q.id: q.score for q in result.questions} == FULL, [c.message for c in result.checks if not c.passed]
+    assert_full_marks(by_student(sample)[student], FULL)
 
 
 @pytest.mark.slow
@@ -103,11 +97,7 @@ def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None
 ])
 def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, student: str, question: str,
                                                         check_id: str, says: str) -> None:
-    result = by_student(sample)[student]
-    scores = {q.id: q.score for q in result.questions}
-    assert scores[question] < FULL[question]
-    assert {q: s for q, s in scores.items() if q != question} == {q: s for q, s in FULL.items() if q != question}
-    assert says in message(result, check_id)
+    assert_loses_only(by_student(sample)[student], FULL, question, check_id, says)
 
 
 @pytest.mark.slow
@@ -128,7 +118,4 @@ def test_heatmaps_show_one_row_per_head(sample: ClassRun) -> None:
 
 
 def test_sample_readme_lists_every_sample() -> None:
-    listed = (SAMPLES / "README.md").read_text()
-    for path in Path(SAMPLES).iterdir():
-        if path.name != "README.md":
-            assert f"`{path.name}`" in listed
+    assert_readme_lists_every_sample(SAMPLES)

@@ -17,9 +17,14 @@ import keras
 
 from grader.check import load_solution_module
 from grader.pipeline import ClassRun, grade_class
-from grader.results import SubmissionResult
 
 from .conftest import ROOT
+from .sample_classes import (
+    assert_full_marks,
+    assert_loses_only,
+    assert_readme_lists_every_sample,
+    by_student,
+)
 
 ref_np = load_solution_module("keras_additive_attention", "reference_numpy")
 ref_torch = load_solution_module("keras_additive_attention", "reference_torch")
@@ -95,15 +100,10 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
                        out_dir=tmp_path_factory.mktemp("keras") / "out", jobs=2)
 
 
-def by_student(run: ClassRun) -> dict[str, SubmissionResult]:
-    return {r.student: r for r in run.results}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("student", ["reference_style", "keras_port"])
 def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None:
-    result = by_student(sample)[student]
-    assert {q.id: q.score for q in result.questions} == FULL, [c.message for c in result.checks if not c.passed]
+    assert_full_marks(by_student(sample)[student], FULL)
 
 
 @pytest.mark.slow
@@ -116,15 +116,8 @@ def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None
 ])
 def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, student: str, question: str,
                                                         check_id: str, says: str) -> None:
-    result = by_student(sample)[student]
-    scores = {q.id: q.score for q in result.questions}
-    assert scores[question] < FULL[question]
-    assert {q: s for q, s in scores.items() if q != question} == {q: s for q, s in FULL.items() if q != question}
-    assert says in next(c.message for c in result.checks if c.check_id == check_id)
+    assert_loses_only(by_student(sample)[student], FULL, question, check_id, says)
 
 
 def test_sample_readme_lists_every_sample() -> None:
-    listed = (SAMPLES / "README.md").read_text()
-    for path in SAMPLES.iterdir():
-        if path.name != "README.md":
-            assert f"`{path.name}`" in listed
+    assert_readme_lists_every_sample(SAMPLES)

@@ -36,6 +36,7 @@ def describe_array(array: np.ndarray, limit: int = 600) -> str:
 class CheckContext:
     def __init__(self, *, student: StudentCode, seed: int) -> None:
         self.student = student
+        student.calls.clear()  # the trace is this check's: the session's earlier checks logged theirs
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.heatmaps: list[Heatmap] = []

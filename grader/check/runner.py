@@ -50,8 +50,9 @@ def _failed_unit(label: str, cause: CallTimedOut | ProcessDied) -> LoadedUnit:
                    "killed; your code was started again without it")
     else:
         status, kind = "crashed", "ProcessDied"
-        how = cause.message[cause.message.rfind("("):] if cause.message.endswith(")") else ""
-        message = f"{label} ended the process {how}; your code was started again without it".replace("  ", " ")
+        # The cause ends with how the process ended, e.g. "(exit code 3)" or "(killed by SIGSEGV)".
+        how = f" {cause.message[cause.message.rfind('('):]}" if cause.message.endswith(")") else ""
+        message = f"{label} ended the process{how}; your code was started again without it"
     return LoadedUnit(status=status, stdout="", stderr="", dropped=0, error_type=kind, error_message=message,
                       traceback="", notes=())
 
@@ -201,7 +202,6 @@ class SubmissionRunner:
     def _run_check(self, check: CheckSpec, code: StudentCode) -> CheckResult:
         seed = self._seed(check)
         public = check.visibility == PUBLIC
-        code.calls = []
         context = CheckContext(student=code, seed=seed)
 
         def outcome(status: str, message: str, hint: str, detail: str) -> CheckResult:

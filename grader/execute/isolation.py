@@ -22,7 +22,7 @@ import platform
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import ConfigurationError
@@ -54,7 +54,7 @@ class Sandbox:
     seccomp: bool = False  # bubblewrap loads grader/execute/seccomp.py's filter
     cgroups: cgroups.CgroupSupport | None = None
     missing: tuple[str, ...] = ()  # layers that could not be used, each with the reason
-    python_roots: tuple[str, ...] = field(default=())
+    python_roots: tuple[str, ...] = ()
 
     @property
     def layers(self) -> tuple[str, ...]:
@@ -79,13 +79,14 @@ class Sandbox:
 
     def summary(self) -> str:
         """Short form recorded with every result."""
-        parts = (["bubblewrap"] if self.bwrap else []) + (["seccomp"] if self.seccomp else []) + [f"cgroup-{c}" for c in
-                                                          (self.cgroups.controllers if self.cgroups else ())]
+        parts = ["bubblewrap"] if self.bwrap else []
+        parts += ["seccomp"] if self.seccomp else []
+        parts += [f"cgroup-{c}" for c in self.cgroups.controllers] if self.cgroups else []
         return ", ".join([*parts, "rlimits"])
 
     # ----- starting a process ----------------------------------------------------------------------------------
-    def command(self, child_args: list[str], *, env: dict[str, str], device: str, scratch: Path | None,
-                limits: Limits, procs_files: list[str], seccomp_fd: int | None = None) -> list[str]:
+    def command(self, child_args: list[str], *, env: dict[str, str], device: str, limits: Limits,
+                procs_files: list[str], seccomp_fd: int | None = None) -> list[str]:
         """The argv that starts the child runtime with ``child_args`` inside every active layer.
 
         ``seccomp_fd`` (from seccomp.program_fd(), passed to the process) is required when ``self.seccomp``.
@@ -220,11 +221,11 @@ def detect(mode: str = "auto") -> Sandbox:
             user_ns = (*BWRAP_NAMESPACES, *BWRAP_COMMON, *USER_NS, "--hostname", "sandbox")
             # --disable-userns (no nested user namespaces) needs bubblewrap >= 0.8.
             candidates += [((*user_ns, "--disable-userns"), ["/bin/true"]), (user_ns, ["/bin/true"])]
-            problem = ""
+            problem, chosen = "", ["/bin/true"]
             for candidate, command in candidates:
                 problem = _probe_bwrap(found, candidate, command)
                 if not problem:
-                    bwrap_path, flags = found, candidate
+                    bwrap_path, flags, chosen = found, candidate, command
                     setpriv = setpriv if command[0] == setpriv else None
                     break
             if problem:
@@ -233,8 +234,7 @@ def detect(mode: str = "auto") -> Sandbox:
             elif not seccomp.supported():
                 missing.append(f"seccomp: the grader's filter is written for x86-64, not {platform.machine()}")
             else:
-                problem = _probe_bwrap(found, flags, [setpriv, *SETPRIV, "--", "/bin/true"] if setpriv
-                                       else ["/bin/true"], with_seccomp=True)
+                problem = _probe_bwrap(found, flags, chosen, with_seccomp=True)
                 use_seccomp = not problem
                 if problem:
                     missing.append(f"seccomp: bubblewrap could not load the filter ({problem[:200]})")

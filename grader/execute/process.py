@@ -18,7 +18,6 @@ import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
 from grader.errors import CallTimedOut, InfrastructureError, ProcessDied
@@ -133,18 +132,19 @@ class StudentProcess:
         child_read, grader_write = os.pipe()
         grader_read, child_write = os.pipe()
         filter_fd = seccomp.program_fd() if sandbox.seccomp else None
+        passed = (child_read, child_write) if filter_fd is None else (child_read, child_write, filter_fd)
         try:
             if sandbox.cgroups:
                 self._cgroup = Cgroup(sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
                                       processes=self.limits.processes)
             env = _child_env(home)
             argv = sandbox.command([str(child_read), str(child_write), json.dumps(rlimits)], env=env,
-                                   device=self.device, scratch=Path(home), limits=self.limits,
+                                   device=self.device, limits=self.limits,
                                    procs_files=self._cgroup.procs_files if self._cgroup else [],
                                    seccomp_fd=filter_fd)
             self.popen = subprocess.Popen(
                 argv,
-                pass_fds=(child_read, child_write) if filter_fd is None else (child_read, child_write, filter_fd),
+                pass_fds=passed,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
@@ -158,7 +158,7 @@ class StudentProcess:
             self.kill()
             raise InfrastructureError(f"cannot start the student's process: {exc}") from exc
         finally:
-            for fd in (child_read, child_write) if filter_fd is None else (child_read, child_write, filter_fd):
+            for fd in passed:  # the child holds its copies now
                 os.close(fd)
         assert self.popen.stdout is not None
         self._raw = _RawOutput(self.popen.stdout, self.limits.raw_output_bytes)

@@ -12,6 +12,7 @@ Only x86-64 is described here; elsewhere this layer is reported missing.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import platform
 import struct
@@ -45,6 +46,7 @@ def supported() -> bool:
     return platform.system() == "Linux" and platform.machine() in ("x86_64", "AMD64")
 
 
+@functools.cache
 def program() -> bytes:
     """The filter as bytes, for bubblewrap's --seccomp."""
     insns: list[tuple[int, int, int, int]] = []

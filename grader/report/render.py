@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
-import math
+import itertools
 from collections.abc import Sequence
 from functools import cache
 from typing import Any
@@ -48,12 +48,8 @@ def diff_blocks(diff: TensorDiff) -> list[dict[str, Any]]:
     lead = shape[:-2]
     bad = set(diff.bad)
     blocks = []
-    for b in range(math.prod(lead) if lead else 1):
-        index, rest = [], b
-        for size in reversed(lead):
-            index.append(rest % size)
-            rest //= size
-        caption = f"[{', '.join(str(i) for i in reversed(index))}, :, :]" if lead else ""
+    for b, index in enumerate(itertools.product(*map(range, lead))):  # row-major, as the entries are stored
+        caption = f"[{', '.join(map(str, index))}, :, :]" if lead else ""
         table = []
         for r in range(rows):
             cells = []

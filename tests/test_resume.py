@@ -20,7 +20,6 @@ import pytest
 
 from grader.discover import Submission
 from grader.errors import ConfigurationError
-from grader.execute.isolation import SANDBOX_CHILD_DIR
 from grader.pipeline.resume import plan_resume
 from grader.record.atomic import remove_partial_writes, write_text_atomic
 from grader.record.gradebook import SCHEMA_VERSION, Gradebook, StoredResult
@@ -29,6 +28,7 @@ from grader.record.result_json import ResultFormatError, result_from_json, resul
 from grader.results import CheckResult, QuestionResult, SubmissionResult, UnitResult, WrittenAnswer
 
 from .conftest import SAMPLES
+from .processes import student_processes
 
 # The gradebook schema as the first release wrote it: no schema version, no stored results.
 UNVERSIONED_SCHEMA = """
@@ -232,18 +232,6 @@ def check_whole_class(out: Path, students: set[str]) -> None:
 
 
 @pytest.mark.slow
-def sandboxed_processes() -> list[str]:
-    """Command lines of student processes still running on this machine."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                if SANDBOX_CHILD_DIR in cmdline or "grader-launch" in cmdline:
-                    found.append(cmdline)
-    return found
-
-
 def test_a_killed_run_resumes_without_regrading_or_losing_anything(tmp_path: Path) -> None:
     submissions, out = tmp_path / "class", tmp_path / "out"
     submissions.mkdir()
@@ -267,9 +255,9 @@ def test_a_killed_run_resumes_without_regrading_or_losing_anything(tmp_path: Pat
         first.wait()
     # The students' processes run in sessions of their own, out of reach of that killpg: they die with the grader.
     deadline = time.monotonic() + 10
-    while sandboxed_processes() and time.monotonic() < deadline:
+    while student_processes(first.pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not sandboxed_processes()
+    assert not student_processes(first.pid)
     before = graded_at(out)
     assert 2 <= len(before) < len(students)
     reports = {s: (out / "students" / s / "report.html").read_bytes() for s in before}

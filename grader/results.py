@@ -25,11 +25,15 @@ class Heatmap:
     ylabel: str  # "Queries"
     reference: Rows
     student: Rows | None  # None when the student's tensor was missing or of another shape
+    reference_title: str = "Reference"  # e.g. "Ideal" when the reference panel is a pattern, not computed weights
+    xticks: tuple[str, ...] = ()  # a label per key (say, the source string's characters) instead of indices
+    yticks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class TensorDiff:
-    """A small tensor that differs from the reference, entry by entry (row-major), for a table in the report."""
+    """A small tensor beside the reference, entry by entry (row-major), for a table in the report: one that
+    differs, or a hand-computed answer shown whatever the outcome."""
 
     label: str
     shape: tuple[int, ...]
@@ -53,6 +57,7 @@ class CheckResult:
     notes: tuple[str, ...] = ()
     heatmaps: tuple[Heatmap, ...] = ()  # hidden checks: for the instructor's view only
     diff: TensorDiff | None = None  # hidden checks: for the instructor's view only
+    tables: tuple[TensorDiff, ...] = ()  # answers shown beside the reference's, passed or not; hidden: instructor
     trace: tuple[str, ...] = ()  # the calls the check made and the values it expected: instructor only
 
     @property

@@ -26,11 +26,17 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
 
 
 def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
-                   rtol: float = 1e-4, atol: float = 1e-5) -> Mismatch | None:
-    """None when ``got`` is a plain torch tensor equal to ``expected`` within ``atol + rtol * |expected|``."""
+                   rtol: float = 1e-4, atol: float = 1e-5, numpy: bool = False) -> Mismatch | None:
+    """None when ``got`` is a plain torch tensor equal to ``expected`` within ``atol + rtol * |expected|``.
+
+    ``numpy``: the question is answered in NumPy, so a NumPy array is what is asked (a plain tensor passes too).
+    """
     if got is None:
         return Mismatch("missing", f"{label} is missing", f"{label} is missing")
-    if not got.is_tensor:
+    if numpy and not got.is_tensor and got.kind != "ndarray":
+        return Mismatch("type", f"{label} should be a NumPy array, but it is {got.describe()}",
+                        f"{label} is not a NumPy array (it is a {got.type_name})")
+    if not got.is_tensor and not (numpy and got.kind == "ndarray"):
         if got.kind == "tensor_subclass":
             text = f"{label} is a {got.type_name}, a subclass of torch.Tensor; return a plain torch.Tensor"
         elif got.kind == "ndarray":

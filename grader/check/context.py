@@ -41,6 +41,8 @@ class CheckContext:
         self.rng = np.random.default_rng(seed)
         self.heatmaps: list[Heatmap] = []
         self.diff: TensorDiff | None = None
+        self.tables: list[TensorDiff] = []
+        self.notes: list[str] = []
         self.expected: list[str] = []
 
     @property
@@ -48,24 +50,45 @@ class CheckContext:
         return (*self.student.calls, *self.expected)
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
-                      rtol: float = 1e-4, atol: float = 1e-5,
-                      attention: bool | tuple[str, str] = False) -> np.ndarray:
+                      rtol: float = 1e-4, atol: float = 1e-5, attention: bool | tuple[str, str] = False,
+                      numpy: bool = False, show: bool = False) -> np.ndarray:
         """Fail unless ``got`` is a plain tensor equal to ``expected``; return the student's array.
 
         ``attention``: the tensor holds attention weights, drawn as heatmaps: (..., queries, keys), or one row of
         weights over the keys; a pair of axis labels (x, y) replaces ("Keys", "Queries"), e.g. ("Keys", "Heads").
+        ``numpy``: a NumPy array is the answer asked for. ``show``: the report shows the answer beside the
+        reference's entry by entry whatever the outcome (a hand-computed answer to check one's working against).
         """
         expected = np.asarray(expected)
         self.expected.append(f"expected {label}: {describe_array(expected)}")
         if attention:
             self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES)
-        mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol)
+        mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol, numpy=numpy)
+        shape_ok = got is not None and got.array is not None and got.shape == expected.shape
+        if show and shape_ok and expected.size <= DIFF_MAX_ENTRIES:
+            assert got is not None and got.array is not None
+            self.tables.append(_table(label, got.array, expected, rtol=rtol, atol=atol))
         if mismatch is not None:
-            if mismatch.category in ("values", "nonfinite") and got is not None and got.array is not None:
+            if mismatch.category in ("values", "nonfinite") and shape_ok and not show:
+                assert got is not None and got.array is not None
                 self._tabulate(label, got.array, expected, rtol=rtol, atol=atol)
             raise WrongAnswer(mismatch.message, hint=mismatch.hint)
         assert got is not None and got.array is not None
         return got.array
+
+    def draw(self, title: str, student: np.ndarray | None, reference: np.ndarray, *,
+             axes: tuple[str, str] = ATTENTION_AXES, reference_title: str = "Reference",
+             xticks: tuple[str, ...] = (), yticks: tuple[str, ...] = ()) -> None:
+        """One heatmap of a (queries, keys) matrix: the student's beside ``reference`` (computed weights, or a
+        pattern such as the ideal alignment, named by ``reference_title``)."""
+        shown = student if student is not None and student.shape == reference.shape else None
+        self.heatmaps.append(Heatmap(title, *axes, _rows(np.asarray(reference, dtype=np.float64)),
+                                     _rows(shown.astype(np.float64)) if shown is not None else None,
+                                     reference_title, xticks[:HEATMAP_MAX_SIDE], yticks[:HEATMAP_MAX_SIDE]))
+
+    def note(self, text: str) -> None:
+        """A line the report shows under the check whatever its outcome (a measured figure, say)."""
+        self.notes.append(text)
 
     def expect(self, condition: bool, message: str, *, hint: str | None = None) -> None:
         if not condition:
@@ -86,8 +109,12 @@ class CheckContext:
     def _tabulate(self, label: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
         if self.diff is not None or expected.size > DIFF_MAX_ENTRIES or got.shape != expected.shape:
             return
-        actual, wanted = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
-        with np.errstate(invalid="ignore"):
-            bad = ~(np.abs(actual - wanted) <= atol + rtol * np.abs(wanted))
-        self.diff = TensorDiff(label, tuple(int(n) for n in expected.shape), tuple(float(v) for v in wanted),
-                               tuple(float(v) for v in actual), tuple(int(i) for i in np.flatnonzero(bad)))
+        self.diff = _table(label, got, expected, rtol=rtol, atol=atol)
+
+
+def _table(label: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> TensorDiff:
+    actual, wanted = got.astype(np.float64).ravel(), expected.astype(np.float64).ravel()
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(actual - wanted) <= atol + rtol * np.abs(wanted))
+    return TensorDiff(label, tuple(int(n) for n in expected.shape), tuple(float(v) for v in wanted),
+                      tuple(float(v) for v in actual), tuple(int(i) for i in np.flatnonzero(bad)))

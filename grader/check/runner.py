@@ -94,7 +94,8 @@ class SubmissionRunner:
             try:
                 units = self.process.load(units=self.program.wire_units(), module_name=self.program.module_name,
                                           stop_on_exit=self.program.stop_on_exit,
-                                          withheld=self.assignment.withheld_names, skip=self.failed_units)
+                                          withheld=self.assignment.withheld_names, skip=self.failed_units,
+                                          stubbed=self.assignment.stubbed_modules)
             except LoadInterrupted as exc:
                 if exc.index in self.failed_units or len(self.failed_units) >= self.limits.restarts:
                     raise exc.cause from None
@@ -126,8 +127,7 @@ class SubmissionRunner:
     def grade(self) -> list[QuestionResult]:
         results: dict[str, QuestionResult] = {}
         for question in self.assignment.questions:
-            run = self._run_question(question, self.assignment.checks_for(question.id),
-                                     question.graded_with_reference)
+            run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names)
             notes: list[str] = []
             checks = run.checks
             if question.graded_with_reference:
@@ -145,7 +145,8 @@ class SubmissionRunner:
         if all(o in done and done[o].score == done[o].max_score for o in owners):
             return checks, notes
         # Only informative: when the student's own code hangs or crashes here, it is not restarted for it.
-        own = self._run_question(question, self.assignment.checks_for(question.id), (), restart=False)
+        own = self._run_question(question, self.assignment.checks_for(question.id), question.uses_provided,
+                                 restart=False)
         changed = []
         for with_reference, with_own in zip(checks, own.checks):
             if with_reference.passed and with_own.status not in (PASSED, NOT_RUN):
@@ -207,8 +208,9 @@ class SubmissionRunner:
         def outcome(status: str, message: str, hint: str, detail: str) -> CheckResult:
             score = check.points if status == PASSED else 0.0
             return CheckResult(check.id, check.question, check.title, check.visibility, status, score,
-                               check.points, message if public else hint, detail, seed,
-                               heatmaps=tuple(context.heatmaps), diff=context.diff, trace=context.trace)
+                               check.points, message if public else hint, detail, seed, notes=tuple(context.notes),
+                               heatmaps=tuple(context.heatmaps), diff=context.diff, tables=tuple(context.tables),
+                               trace=context.trace)
 
         try:
             code.seed(seed)

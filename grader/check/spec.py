@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +27,13 @@ class Question:
     # Names replaced by the reference (from the assignment's provided file) while this question is graded, so a
     # mistake in the question that defines them is not penalised twice.
     graded_with_reference: tuple[str, ...] = ()
+    # Names from the provided code that this question's checks call but students do not write (a training
+    # harness), put in the student's namespace while the question is graded.
+    uses_provided: tuple[str, ...] = ()
+
+    @property
+    def provided_names(self) -> tuple[str, ...]:
+        return (*self.graded_with_reference, *self.uses_provided)
 
 
 @dataclass(frozen=True)
@@ -49,14 +56,19 @@ class Assignment:
     """An assignment's questions and checks. Checks register with the ``check`` decorator."""
 
     def __init__(self, *, name: str, title: str, questions: Sequence[Question],
-                 written: Sequence[WrittenQuestion] = (), provided: str | None = None,
-                 limits: Limits | None = None) -> None:
+                 written: Sequence[WrittenQuestion] = (), provided: str | Path | Sequence[str | Path] = (),
+                 limits: Limits | None = None, stubbed_modules: Mapping[str, str] | None = None) -> None:
         self.name = name
         self.title = title
         self.questions = tuple(questions)
         self.written = tuple(written)
-        self.provided = provided  # file in the solutions folder whose names `graded_with_reference` may use
+        # Files (relative to the solutions folder, or absolute) whose names questions may provide: run in the
+        # student's process, so they hold only what students may see.
+        self.provided = (provided,) if isinstance(provided, (str, Path)) else tuple(provided)
         self.limits = limits or Limits()
+        # Modules a submission imports around its answers that the grader replaces with no-op stand-ins while
+        # loading it (say, a training harness the grader runs itself), each with the note the student reads.
+        self.stubbed_modules = dict(stubbed_modules or {})
         self.checks: list[CheckSpec] = []
         self.folder: Path | None = None  # set by the loader
 
@@ -81,12 +93,18 @@ class Assignment:
     def owner_of(self, name: str) -> Question | None:
         return next((q for q in self.questions if name in q.defines), None)
 
+    @property
+    def provided_paths(self) -> tuple[Path, ...]:
+        if self.folder is None:
+            return ()
+        return tuple((self.folder / path).resolve() for path in self.provided)
+
     @functools.cached_property
     def provided_source(self) -> str | None:
-        """The provided file's text, read once per run (the loader sets ``folder`` before anything asks)."""
-        if self.provided is None or self.folder is None:
+        """The provided files' text, one after another, read once per run (the loader sets ``folder`` first)."""
+        if not self.provided_paths:
             return None
-        return (self.folder / self.provided).read_text(encoding="utf-8")
+        return "\n\n".join(path.read_text(encoding="utf-8") for path in self.provided_paths)
 
     @property
     def withheld_names(self) -> tuple[str, ...]:
@@ -110,5 +128,13 @@ class Assignment:
                 if self.owner_of(name) is None:
                     raise ConfigurationError(f"{self.name}: {question.id} is graded with the reference {name}, "
                                              "but no question defines it")
-                if self.provided is None:
-                    raise ConfigurationError(f"{self.name}: {question.id} needs a provided file for {name}")
+            for name in question.uses_provided:
+                if self.owner_of(name) is not None:
+                    raise ConfigurationError(f"{self.name}: {question.id} uses the provided {name}, but students "
+                                             "write it")
+            if question.provided_names and not self.provided:
+                raise ConfigurationError(f"{self.name}: {question.id} needs a provided file for "
+                                         f"{', '.join(question.provided_names)}")
+        for path in self.provided_paths:
+            if not path.is_file():
+                raise ConfigurationError(f"{self.name}: the provided file {path} does not exist")

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import IO, Any
@@ -170,12 +170,13 @@ class StudentProcess:
         return header
 
     def load(self, *, units: Sequence[dict[str, Any]], module_name: str, stop_on_exit: bool,
-             withheld: Sequence[str], skip: Collection[int] = ()) -> list[LoadedUnit]:
+             withheld: Sequence[str], skip: Collection[int] = (),
+             stubbed: Mapping[str, str] | None = None) -> list[LoadedUnit]:
         """Run the program, unit by unit; raises LoadInterrupted naming the unit that hung or killed the process."""
         request = {"op": "load", "units": list(units), "module_name": module_name, "stop_on_exit": stop_on_exit,
                    "withheld": list(withheld), "unit_seconds": self.limits.unit_seconds,
                    "stream_cap": self.limits.stream_cap, "device": self.device, "skip": sorted(skip),
-                   "max_elements": self.limits.max_array_elements}
+                   "max_elements": self.limits.max_array_elements, "stubbed": dict(stubbed or {})}
         self._send(request)
         loaded: list[LoadedUnit] = []
         for index in range(len(units)):
@@ -340,9 +341,9 @@ class QuestionSession:
         self.ended = False
         self.output: QuestionOutput | None = None
 
-    def request(self, header: dict[str, Any], blobs: Sequence[bytes] = (), *,
-                waiting_for: str = "an answer") -> tuple[dict[str, Any], list[bytes]]:
-        reply, reply_blobs = self.process.request(header, blobs, waiting_for=waiting_for)
+    def request(self, header: dict[str, Any], blobs: Sequence[bytes] = (), *, waiting_for: str = "an answer",
+                timeout: float | None = None) -> tuple[dict[str, Any], list[bytes]]:
+        reply, reply_blobs = self.process.request(header, blobs, waiting_for=waiting_for, timeout=timeout)
         if reply.get("op") == "question_done":  # the fork exited instead of answering
             self.ended = True
             code = reply.get("exit_code")

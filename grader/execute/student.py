@@ -35,7 +35,12 @@ def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[b
 
 def _show(value: Any) -> str:
     if isinstance(value, Arg):
+        if value.kind == "name":
+            return str(value.value)
         value = value.value
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_show(item) for item in value)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
     if isinstance(value, np.ndarray):
         text = np.array2string(value, precision=4, suppress_small=True, threshold=100)
         return f"{value.dtype} {tuple(value.shape)} {text}"
@@ -74,8 +79,9 @@ class StudentCode:
         if len(self.calls) < 50:
             self.calls.append(text[:1500])
 
-    def request(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str) -> tuple[dict, list]:
-        reply, reply_blobs = self.session.request(header, blobs, waiting_for=what)
+    def request(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str,
+                timeout: float | None = None) -> tuple[dict, list]:
+        reply, reply_blobs = self.session.request(header, blobs, waiting_for=what, timeout=timeout)
         if not reply.get("ok"):
             error = reply.get("error") or {}
             exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
@@ -130,21 +136,27 @@ class StudentCode:
 
 class StudentFunction:
     def __init__(self, code: StudentCode, name: str, memory_budget: int | None = None,
-                 no_grad: bool = False) -> None:
+                 no_grad: bool = False, seconds: float | None = None) -> None:
         self.code = code
         self.name = name
         self.memory_budget = memory_budget
         self.no_grad = no_grad
+        self.seconds = seconds
 
     def with_memory_budget(self, nbytes: int) -> StudentFunction:
         """The same function, called with at most ``nbytes`` of address space beyond what its process and its
         arguments already hold. The limit stays for the rest of the question (the fork cannot raise it again):
         make such a call the question's last check."""
-        return StudentFunction(self.code, self.name, nbytes, self.no_grad)
+        return StudentFunction(self.code, self.name, nbytes, self.no_grad, self.seconds)
 
     def without_grad(self) -> StudentFunction:
         """The same function, called under torch.no_grad(), as at inference (autograd keeps every intermediate)."""
-        return StudentFunction(self.code, self.name, self.memory_budget, True)
+        return StudentFunction(self.code, self.name, self.memory_budget, True, self.seconds)
+
+    def with_time_limit(self, seconds: float) -> StudentFunction:
+        """The same function, allowed ``seconds`` per call instead of the limits' ``call_seconds`` (a training
+        run, say); the submission's own time limit still applies."""
+        return StudentFunction(self.code, self.name, self.memory_budget, self.no_grad, seconds)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Returned:
         blobs: list[bytes] = []
@@ -154,7 +166,7 @@ class StudentFunction:
         if self.no_grad:
             header["no_grad"] = True
         self.code.log(f"{self.name}({_show_args(args, kwargs)})")
-        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.name}(...)")
+        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.name}(...)", timeout=self.seconds)
         return self.code.value(reply["value"], reply_blobs)
 
 

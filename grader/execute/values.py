@@ -16,23 +16,43 @@ ARG_DTYPES = ("float32", "float64", "int64", "int32", "bool")
 
 @dataclass(frozen=True)
 class Arg:
-    """An argument for student code: a NumPy array sent as a torch tensor of ``dtype``, or a plain JSON value."""
+    """An argument for student code: a NumPy array sent as a torch tensor of ``dtype`` or as a NumPy array,
+    a name in the student's namespace (a class to pass along), or a plain JSON value. Lists and tuples of
+    arguments are sent as lists and tuples."""
 
     value: Any
     dtype: str | None = None
+    kind: str = "value"  # value, tensor, ndarray, name
 
     @classmethod
     def tensor(cls, array: np.ndarray, dtype: str = "float32") -> Arg:
         if dtype not in ARG_DTYPES:
             raise ValueError(f"unsupported tensor dtype {dtype}")
-        return cls(np.asarray(array), dtype)
+        return cls(np.asarray(array), dtype, "tensor")
+
+    @classmethod
+    def array(cls, array: np.ndarray, dtype: str = "float64") -> Arg:
+        """A NumPy array, for questions answered in NumPy."""
+        if dtype not in ARG_DTYPES:
+            raise ValueError(f"unsupported array dtype {dtype}")
+        return cls(np.asarray(array, dtype=dtype), dtype, "ndarray")
+
+    @classmethod
+    def name(cls, name: str) -> Arg:
+        """What ``name`` is bound to in the student's namespace, e.g. their class, for a provided harness."""
+        return cls(name, None, "name")
 
     def encode(self, blobs: list[bytes]) -> dict[str, Any]:
-        if self.dtype is not None:
+        if self.kind in ("tensor", "ndarray"):
             blobs.append(wire.encode_array(self.value))
-            return {"kind": "tensor", "dtype": self.dtype, "blob": len(blobs) - 1}
+            return {"kind": self.kind, "dtype": self.dtype, "blob": len(blobs) - 1}
+        if self.kind == "name":
+            return {"kind": "name", "name": str(self.value)}
         if self.value is None or isinstance(self.value, (bool, int, float, str)):
             return {"kind": "value", "value": self.value}
+        if isinstance(self.value, (list, tuple)):
+            items = [(item if isinstance(item, Arg) else Arg(item)).encode(blobs) for item in self.value]
+            return {"kind": "sequence", "tuple": isinstance(self.value, tuple), "items": items}
         raise TypeError(f"cannot send {type(self.value).__name__} to student code")
 
 

@@ -52,4 +52,7 @@ def grading_fingerprint(assignment: Assignment, *, device: str, limits: Limits |
     if assignment.folder is not None:
         for path in solutions_files(assignment.folder):
             add(f"file:{path.relative_to(assignment.folder).as_posix()}", path.read_bytes())
+    for path in assignment.provided_paths:  # a provided harness may live beside what students get
+        if not path.is_relative_to(assignment.folder or path.parent):
+            add(f"provided:{path.name}", path.read_bytes())
     return digest.hexdigest()

@@ -70,9 +70,11 @@ def _singular(label: str) -> str:
 
 
 def heatmap_svg(rows: Sequence[Sequence[float]], vmin: float, vmax: float, *, xlabel: str, ylabel: str, title: str,
-                cell: int = 16, describe: Callable[[int, int, float], str] | None = None) -> Markup:
+                cell: int = 16, describe: Callable[[int, int, float], str] | None = None,
+                xticks: Sequence[str] = (), yticks: Sequence[str] = ()) -> Markup:
     """One heatmap as an ``<svg class="heatmap">``: a rect per cell (with its exact value as a title), the axes'
-    labels and indices, and a colour bar from ``vmin`` to ``vmax``. ``describe(i, j, value)`` writes a cell's title."""
+    labels and indices (or ``xticks``/``yticks``, one label each), and a colour bar from ``vmin`` to ``vmax``.
+    ``describe(i, j, value)`` writes a cell's title."""
     n_rows, n_cols = len(rows), max((len(r) for r in rows), default=0)
     row_name, col_name = _singular(ylabel), _singular(xlabel)
 
@@ -99,14 +101,17 @@ def heatmap_svg(rows: Sequence[Sequence[float]], vmin: float, vmax: float, *, xl
     out.append("</g>")
     # Axis indices: every one when few, else about eight.
     font = 9 if cell < 14 else 10
-    step_x, step_y = max(1, math.ceil(n_cols / 8)), max(1, math.ceil(n_rows / 8))
+    step_x = 1 if len(xticks) == n_cols else max(1, math.ceil(n_cols / 8))
+    step_y = 1 if len(yticks) == n_rows else max(1, math.ceil(n_rows / 8))
     out.append(f'<g font-size="{font}" fill="#444" {FONT}>')
     for j in range(0, n_cols, step_x):
+        text = escape(xticks[j]) if len(xticks) == n_cols else j
         out.append(f'<text x="{left + j * cell + cell / 2:g}" y="{top + grid_h + font + 2}" '
-                   f'text-anchor="middle">{j}</text>')
+                   f'text-anchor="middle">{text}</text>')
     for i in range(0, n_rows, step_y):
+        text = escape(yticks[i]) if len(yticks) == n_rows else i
         out.append(f'<text x="{left - 4}" y="{top + i * cell + cell / 2 + font / 2 - 1:g}" '
-                   f'text-anchor="end">{i}</text>')
+                   f'text-anchor="end">{text}</text>')
     out.append("</g>")
     out.append(f'<text x="{left + grid_w / 2:g}" y="{top + grid_h + font + 16}" font-size="11" '
                f'text-anchor="middle" {FONT}>{escape(xlabel)}</text>')
@@ -143,13 +148,14 @@ def heatmap_figure(heatmap: Heatmap, *, large: bool = False, difference: bool = 
     reference, student = heatmap.reference, heatmap.student
     vmin, vmax = value_range(reference, student)
     cell = _cell_size(max((len(r) for r in reference), default=1), large)
-    axes = {"xlabel": heatmap.xlabel, "ylabel": heatmap.ylabel, "cell": cell}
+    axes = {"xlabel": heatmap.xlabel, "ylabel": heatmap.ylabel, "cell": cell, "xticks": heatmap.xticks,
+            "yticks": heatmap.yticks}
     panels, notes = [], []
     if student is not None:
         panels.append(heatmap_svg(student, vmin, vmax, title="Yours", **axes))
     else:
         notes.append("Your tensor was missing or of another shape: only the reference is drawn.")
-    panels.append(heatmap_svg(reference, vmin, vmax, title="Reference", **axes))
+    panels.append(heatmap_svg(reference, vmin, vmax, title=heatmap.reference_title, **axes))
     if difference and student is not None and _same_shape(student, reference):
         diff = [[abs(s - r) for s, r in zip(srow, rrow)] for srow, rrow in zip(student, reference)]
         finite = _finite(diff)

@@ -91,7 +91,7 @@ def _render(template: str, **context: Any) -> str:
 def _check_for_student(check: CheckResult) -> CheckResult:
     if check.visibility == PUBLIC:
         return dataclasses.replace(check, detail="", trace=())
-    return dataclasses.replace(check, detail="", trace=(), seed=0, heatmaps=(), diff=None)
+    return dataclasses.replace(check, detail="", trace=(), seed=0, heatmaps=(), diff=None, tables=())
 
 
 def for_student(result: SubmissionResult) -> SubmissionResult:

@@ -120,7 +120,7 @@ class Runner:
         self.namespace["__builtins__"] = __builtins__
         self.device = request.get("device", "cpu")
         self.max_elements = int(request.get("max_elements", self.max_elements))
-        stubs.install(self.namespace, request.get("withheld", []))
+        stubs.install(self.namespace, request.get("withheld", []), request.get("stubbed", {}))
         signal.signal(signal.SIGALRM, _on_alarm)
         skip = set(request.get("skip", ()))
         stopped = False
@@ -209,8 +209,9 @@ class Runner:
         op = header["op"]
 
         def args() -> tuple[list[Any], dict[str, Any]]:
-            positional = [values.decode(a, blobs, refs, self.device) for a in header.get("args", [])]
-            keyword = {k: values.decode(a, blobs, refs, self.device) for k, a in header.get("kwargs", {}).items()}
+            ns = self.namespace
+            positional = [values.decode(a, blobs, refs, self.device, ns) for a in header.get("args", [])]
+            keyword = {k: values.decode(a, blobs, refs, self.device, ns) for k, a in header.get("kwargs", {}).items()}
             return positional, keyword
 
         if op == "seed":

@@ -81,7 +81,8 @@ TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": tor
                 "bool": torch.bool}
 
 
-def decode(spec: dict[str, Any], blobs: list[bytes], refs: dict[int, Any], device: str) -> Any:
+def decode(spec: dict[str, Any], blobs: list[bytes], refs: dict[int, Any], device: str,
+           namespace: dict[str, Any]) -> Any:
     """Build an argument for student code from the grader's description of it."""
     kind = spec["kind"]
     if kind == "tensor":
@@ -93,4 +94,9 @@ def decode(spec: dict[str, Any], blobs: list[bytes], refs: dict[int, Any], devic
         return spec["value"]
     if kind == "ref":
         return refs[spec["id"]]
+    if kind == "name":
+        return namespace[spec["name"]]
+    if kind == "sequence":
+        items = [decode(item, blobs, refs, device, namespace) for item in spec["items"]]
+        return tuple(items) if spec.get("tuple") else items
     raise ValueError(f"unknown argument kind {kind!r}")

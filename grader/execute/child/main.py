@@ -186,11 +186,22 @@ class Runner:
         err = capture.CappedStream("stderr", request["stream_cap"])
         sys.stdout, sys.stderr = out, err
         refs: dict[int, Any] = {}
+        failed: dict[str, Any] | None = None
         if request.get("provided_source"):
             self.filenames.add("<reference>")
-            provided_ns: dict[str, Any] = {"__name__": "reference"}
-            exec(compile(request["provided_source"], "<reference>", "exec"), provided_ns)
-            stubs.provide(self.namespace, {name: provided_ns[name] for name in request["provided_names"]})
+            # A real module (dataclasses look their class's module up), compiled without this file's __future__
+            # flags, as the provided file runs on its own.
+            module = types.ModuleType("reference")
+            sys.modules["reference"] = module
+            provided_ns: dict[str, Any] = module.__dict__
+            try:
+                exec(compile(request["provided_source"], "<reference>", "exec", dont_inherit=True), provided_ns)
+                stubs.provide(self.namespace, {name: provided_ns[name] for name in request["provided_names"]})
+            except BaseException as exc:  # the student's code may have broken what it needs: say so on each call
+                failed = self.describe_exception(exc)
+                failed["message"] = (f"the grader's provided code ({', '.join(request['provided_names'])}) could "
+                                     f"not run in your process: {failed['type']}: {failed['message']}")[:2000]
+                failed["type"] = "ProvidedCodeFailed"
         while True:
             header, blobs = self.channel.recv()
             if header.get("op") == "end":
@@ -198,6 +209,9 @@ class Runner:
                                    "notes": list(stubs.NOTES)})
                 os._exit(0)
             reply_blobs: list[bytes] = []
+            if failed is not None:
+                self.channel.send({"ok": False, "error": failed})
+                continue
             try:
                 reply = self.handle(header, blobs, reply_blobs, refs)
                 reply["ok"] = True

@@ -18,6 +18,8 @@ ASSIGNMENTS = {
     "attention_scoring": ("q1.textbook_1d", "masked_softmax(...) raised NotImplementedError", {"ex1", "ex3"}),
     "bahdanau_attention": ("q1.seed_example", "AdditiveAttention(input_dim=20, hidden_dim=32) raised "
                                               "NotImplementedError", set()),
+    "practical10": ("q1.practical", "scaled_dot_product_attention(...) raised NotImplementedError",
+                    {"compare", "maps"}),
 }
 
 

@@ -10,8 +10,9 @@ over all encoder states at every step.
     predicted, weights = translate(model, "abcdd")   # weights: (len(predicted) + 1, 5), one row per output step
 
 The grader trains your DotProdAttention with its own copy of this file, the same configuration and seed, and has
-the trained model decode strings it chooses (``grade_reversal``). Everything is seeded: the same attention code
-gives the same model, on your machine and in the grader (up to floating-point differences between CPUs).
+the trained model decode strings it chooses (``grade_reversal``). Everything is seeded and training runs on one
+thread: the same attention code gives the same model on your machine and in the grader (up to floating-point
+differences between CPUs; a model without attention is the most sensitive to them).
 """
 
 import random
@@ -139,7 +140,17 @@ class Seq2Seq(nn.Module):
 
 # ----- training and evaluation --------------------------------------------------------------------------------
 def train(attention_class: type[nn.Module] | None = None, config: Config = CONFIG, log=print) -> Seq2Seq:
-    """Train a model from scratch with a fixed seed: the same attention code gives the same model."""
+    """Train a model from scratch with a fixed seed on one thread, as the grader does: the same attention code gives
+    the same model (the order of floating-point sums, and so the result, depends on the number of threads)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train(attention_class, config, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(attention_class: type[nn.Module] | None, config: Config, log) -> Seq2Seq:
     rng = random.Random(config.seed)
     torch.manual_seed(config.seed)
     strings = random_strings(config.train_size, rng, config)

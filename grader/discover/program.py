@@ -170,7 +170,7 @@ def _answer_id(cell: dict, source: str, written_ids: Sequence[str]) -> str | Non
             return answer_id
     for answer_id in written_ids:
         number = re.sub(r"\D", "", answer_id)
-        if re.search(rf"your answer to exercise\s*{number}\b", source, re.IGNORECASE):
+        if number and re.search(rf"your answer to exercise\s*{number}\b", source, re.IGNORECASE):
             return answer_id
     return None
 

@@ -36,6 +36,11 @@ def scaled_dot_product_attention(q, X):
     return p, X.T @ p
 
 
+if __name__ == "__main__":
+    p, z = scaled_dot_product_attention(q, X)
+    print("Q1.1 p =", np.round(p, 4), " z =", np.round(z, 4))
+
+
 # Question 1.2
 def self_attention(X, W_Q, W_K, W_V):
     """Single-head self-attention on X (n, d): Q = X W_Q, K = X W_K, V = X W_V, the attention map
@@ -46,6 +51,15 @@ def self_attention(X, W_Q, W_K, W_V):
     A = np.exp(scores - scores.max(axis=1, keepdims=True))
     A = A / A.sum(axis=1, keepdims=True)
     return Q, K, V, A, A @ V
+
+
+if __name__ == "__main__":
+    Q, K, V, A, Z = self_attention(X, W_Q, W_K, W_V)
+    print("Q1.2 A =\n", np.round(A, 4), "\nZ =\n", np.round(Z, 4))
+    import matplotlib.pyplot as plt
+    plt.imshow(A, cmap="viridis")
+    plt.title("Q1.2 attention map A (queries down, keys across)")
+    plt.show()
 
 
 # Question 1.3
@@ -59,6 +73,10 @@ def multi_head_attention(X, heads, W_O):
 
 # The second head of Question 1.3: all-ones matrices.
 SECOND_HEAD = (np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)))
+
+
+if __name__ == "__main__":
+    print("Q1.3 Z =\n", np.round(multi_head_attention(X, [(W_Q, W_K, W_V), SECOND_HEAD], W_O), 4))
 
 
 # ----- Question 2 ---------------------------------------------------------------------------------------------
@@ -87,34 +105,30 @@ class DotProdAttention(nn.Module):
         return torch.tanh(self.W_c(torch.cat([contexts, query], dim=-1))), weights
 
 
-# ----- Written answers (read by your instructor) --------------------------------------------------------------
-ANSWER_COMPARE = """
-With attention the model reverses almost every validation string exactly (0.994 against 0.534 without
-attention): the decoder no longer has to squeeze the whole string into the encoder's last state.
-"""
-
-ANSWER_MAPS = """
-Yes: the weights lie on the anti-diagonal, the first output character attending to the last source character.
-"""
-
-
 if __name__ == "__main__":
-    p, z = scaled_dot_product_attention(q, X)
-    print("Q1.1 p =", np.round(p, 4), " z =", np.round(z, 4))
-    Q, K, V, A, Z = self_attention(X, W_Q, W_K, W_V)
-    print("Q1.2 A =\n", np.round(A, 4), "\nZ =\n", np.round(Z, 4))
-    import matplotlib.pyplot as plt
-    plt.imshow(A, cmap="viridis")
-    plt.title("Q1.2 attention map A (queries down, keys across)")
-    plt.show()
-    print("Q1.3 Z =\n", np.round(multi_head_attention(X, [(W_Q, W_K, W_V), SECOND_HEAD], W_O), 4))
-
     from reversal import evaluate, plot_attention, train, translate, validation_strings
 
     for name, attention_class in (("without attention", None), ("with DotProdAttention", DotProdAttention)):
         model = train(attention_class)
         exact, per_char = evaluate(model, validation_strings())
         print(f"{name}: exact match {exact:.3f}, per character {per_char:.3f}")
+
+
+if __name__ == "__main__":
     predicted, weights = translate(model, "abcddcab")
     print("abcddcab ->", predicted)
     plot_attention(weights, "abcddcab", predicted)
+
+
+# ----- Written answers (read by your instructor) --------------------------------------------------------------
+# Question 2.2: how does the model with attention compare with the one without?
+ANSWER_COMPARE = """
+With attention the model reverses almost every validation string exactly (0.994 against 0.534 without
+attention): the decoder no longer has to squeeze the whole string into the encoder's last state.
+"""
+
+# Question 2.3: do the attention distributions look the way you expected they would?
+ANSWER_MAPS = """
+Yes: the weights lie near the anti-diagonal, the first output character attending to the last source character.
+"""
+

@@ -1,0 +1,194 @@
+"""practical10: the references agree, the harness trains what the assignment says, and the sample class gets the
+grades its README table says, with the training check scored by the grader from the tokens the model wrote."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from grader.check import load_solution_module
+from grader.pipeline import ClassRun, grade_class
+
+from .conftest import ROOT
+from .sample_classes import (
+    assert_full_marks,
+    assert_loses_only,
+    assert_readme_lists_every_sample,
+    by_student,
+)
+
+ref_np = load_solution_module("practical10", "reference_numpy")
+ref_torch = load_solution_module("practical10", "reference_torch")
+checks = load_solution_module("practical10", "checks")
+measure = load_solution_module("practical10", "measure_training")
+SAMPLES = ROOT / "tests" / "submissions" / "practical10"
+FULL = {"q1": 15, "q2": 20, "q3": 15, "q4": 50}
+
+
+def as_torch(*arrays: np.ndarray) -> list[torch.Tensor]:
+    return [torch.from_numpy(a) for a in arrays]
+
+
+def test_question_1_references_agree_on_the_practical_and_random_matrices() -> None:
+    rng = np.random.default_rng(10)
+    cases = [(checks.X, checks.W_Q, checks.W_K, checks.W_V)]
+    cases += [(rng.normal(size=(n, d)), rng.normal(size=(d, k)), rng.normal(size=(d, k)), rng.normal(size=(d, v)))
+              for n, d, k, v in ((5, 4, 3, 2), (2, 2, 1, 5), (7, 3, 6, 1))]
+    for X, W_Q, W_K, W_V in cases:
+        for got, expected in zip(ref_torch.self_attention(*as_torch(X, W_Q, W_K, W_V)),
+                                 ref_np.self_attention(X, W_Q, W_K, W_V)):
+            np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-14)
+        q = rng.normal(size=X.shape[1])
+        for got, expected in zip(ref_torch.scaled_dot_product_attention(*as_torch(q, X)),
+                                 ref_np.scaled_dot_product_attention(q, X)):
+            np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-14)
+    heads = [(checks.W_Q, checks.W_K, checks.W_V), checks.SECOND_HEAD]
+    expected = ref_np.multi_head_attention(checks.X, heads, checks.W_O)
+    got = ref_torch.multi_head_attention(torch.from_numpy(checks.X), [as_torch(*h) for h in heads],
+                                         torch.from_numpy(checks.W_O))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+    assert expected.shape == (4, 3)
+
+
+def test_the_practicals_attention_map_is_a_distribution_per_row() -> None:
+    _, _, _, A, Z = ref_np.self_attention(checks.X, checks.W_Q, checks.W_K, checks.W_V)
+    np.testing.assert_allclose(A.sum(axis=1), 1.0)
+    # The practical's third row by hand: scores Q[2] . K^T / sqrt(2).
+    scores = np.array([-1.25, 4.75]) @ np.array([[5.75, 1.5], [2.0, -0.5], [4.5, 2.0], [-2.5, 0.5]]).T / np.sqrt(2)
+    np.testing.assert_allclose(A[2], np.exp(scores) / np.exp(scores).sum())
+    np.testing.assert_allclose(Z, A @ (checks.X @ checks.W_V))
+
+
+@pytest.mark.parametrize("lengths", [None, [4, 1, 3]])
+def test_dot_prod_attention_references_agree(lengths: list[int] | None) -> None:
+    rng = np.random.default_rng(3)
+    layer = ref_torch.DotProdAttention(4).double()
+    W_c = layer.W_c.weight.detach().numpy()
+    query, context = rng.normal(size=(3, 2, 4)), rng.normal(size=(3, 4, 4))
+    mask = None if lengths is None else np.arange(4)[None, :] < np.array(lengths)[:, None]
+    output, weights = layer(*as_torch(query, context), None if mask is None else torch.from_numpy(mask))
+    expected_output, expected_weights = ref_np.dot_prod_attention(query, context, mask, W_c)
+    np.testing.assert_allclose(weights.detach().numpy(), expected_weights, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(output.detach().numpy(), expected_output, rtol=1e-12, atol=1e-14)
+    if mask is not None:
+        assert (expected_weights[~np.broadcast_to(mask[:, None, :], expected_weights.shape)] == 0).all()
+
+
+def test_the_grader_decodes_and_draws_strings_as_the_harness_does() -> None:
+    harness = measure.load_harness()
+    assert (checks.ALPHABET, checks.EOS, checks.FIRST_LETTER) == (harness.ALPHABET, harness.EOS, 3)
+    assert (harness.CONFIG.min_length, harness.CONFIG.max_length) == (checks.MIN_LENGTH, checks.MAX_LENGTH)
+    strings = checks.evaluation_strings(np.random.default_rng(0), 50)
+    assert {len(s) for s in strings} <= set(range(checks.MIN_LENGTH, checks.MAX_LENGTH + 1))
+    tokens = harness.encode([s[::-1] for s in strings], eos=True).numpy()
+    assert checks.decode(tokens) == harness.decode(torch.from_numpy(tokens)) == [s[::-1] for s in strings]
+
+
+@pytest.mark.slow
+def test_the_recorded_training_figures_are_what_the_harness_measures() -> None:
+    """The thresholds in checks.py come from these runs; a harness change that moves them must update them."""
+    torch.set_num_threads(1)
+    try:
+        with_attention, without = measure.measure(ref_torch.DotProdAttention), measure.measure(None)
+    finally:
+        torch.set_num_threads(2)
+    assert with_attention["exact"] == pytest.approx(checks.REFERENCE_EXACT, abs=0.01)
+    assert without["exact"] == pytest.approx(checks.BASELINE_EXACT, abs=0.03)
+    assert with_attention["peaks"] == pytest.approx(checks.REFERENCE_PEAKS, abs=0.03)
+    assert with_attention["near"] == pytest.approx(checks.REFERENCE_NEAR, abs=0.03)
+    assert without["exact"] < checks.PASS_EXACT < with_attention["exact"] - 0.1
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
+    return grade_class(assignment="practical10", submissions_dir=SAMPLES,
+                       out_dir=tmp_path_factory.mktemp("practical10") / "out", jobs=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("student", ["reference_style", "seed_style"])
+def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None:
+    assert_full_marks(by_student(sample)[student], FULL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "question", "check_id", "says"), [
+    ("mistake_unscaled", "q1", "q1.practical", "the probability vector p differs from the reference in 4 of 4"),
+    ("mistake_typed_numbers", "q2", "q2.key_size", "the Q returned by self_attention has shape (4, 2)"),
+    ("mistake_heads_summed", "q3", "q3.practical", "the output Z of multi_head_attention differs"),
+    ("mistake_padding_ignored", "q4", "q4.padding", "the attention tensor a differs from the reference"),
+    ("mistake_concat_order", "q4", "q4.no_mask", "the output tanh(W_c [c_t; s_t]) differs from the reference"),
+    ("mistake_softmax_axis", "q4", "q4.no_mask", "the attention tensor a differs from the reference"),
+])
+def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, student: str, question: str,
+                                                        check_id: str, says: str) -> None:
+    assert_loses_only(by_student(sample)[student], FULL, question, check_id, says)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "failed"), [
+    ("mistake_typed_numbers", ["q2.key_size", "q2.random"]),  # the practical's own numbers pass
+    ("mistake_padding_ignored", ["q4.padding", "q4.one_step", "q4.random"]),  # and the model still learns
+    ("mistake_concat_order", ["q4.no_mask", "q4.padding", "q4.one_step", "q4.random"]),  # W_c learns either order
+    ("mistake_softmax_axis", ["q4.no_mask", "q4.padding", "q4.one_step", "q4.random", "q4.training"]),
+])
+def test_which_checks_tell_each_mistake(sample: ClassRun, student: str, failed: list[str]) -> None:
+    assert [c.check_id for c in by_student(sample)[student].checks if not c.passed] == failed
+
+
+@pytest.mark.slow
+def test_training_is_scored_by_the_grader_and_shown(sample: ClassRun) -> None:
+    training = next(c for c in by_student(sample)["seed_style"].checks if c.check_id == "q4.training")
+    assert training.passed
+    assert "strings the grader chose exactly" in training.notes[0]
+    assert f"the pass mark is {checks.PASS_EXACT:.0%}" in training.notes[0]
+    assert "the highest weight falls on the character being written" in training.notes[1]
+    (heatmap,) = training.heatmaps
+    assert heatmap.reference_title == "Ideal (anti-diagonal)"
+    n = len(heatmap.xticks)
+    assert checks.MIN_LENGTH <= n <= checks.MAX_LENGTH and heatmap.title.endswith(f"'{''.join(heatmap.xticks)}'")
+    assert np.array_equal(heatmap.reference, np.eye(n)[::-1])
+    student = np.array(heatmap.student)
+    np.testing.assert_allclose(student.sum(axis=1), 1.0, atol=1e-4)
+    # Reversal: most output steps put their highest weight on the character they write.
+    assert np.mean(student.argmax(axis=1) == np.arange(n)[::-1]) > 0.5
+    failed = next(c for c in by_student(sample)["mistake_softmax_axis"].checks if c.check_id == "q4.training")
+    assert "below the pass mark" in failed.message and "the model without attention" in failed.message
+
+
+@pytest.mark.slow
+def test_the_same_submission_trains_to_the_same_accuracy(sample: ClassRun, tmp_path: Path) -> None:
+    """Same seed, same accuracy: grading reference_style again, elsewhere, gives the same figures."""
+    again = tmp_path / "class"
+    again.mkdir()
+    shutil.copy(SAMPLES / "reference_style.py", again)
+    (result,) = grade_class(assignment="practical10", submissions_dir=again, out_dir=tmp_path / "out").results
+    first = by_student(sample)["reference_style"]
+
+    def training(r: object) -> object:
+        return next(c for c in r.checks if c.check_id == "q4.training")  # type: ignore[attr-defined]
+
+    assert training(result).notes == training(first).notes
+    assert training(result).heatmaps == training(first).heatmaps
+
+
+@pytest.mark.slow
+def test_hand_computed_answers_are_shown_beside_the_reference(sample: ClassRun) -> None:
+    check = next(c for c in by_student(sample)["reference_style"].checks if c.check_id == "q2.practical")
+    assert [t.label for t in check.tables] == [f"the {name} returned by self_attention"
+                                               for name in ("Q", "K", "V", "attention map A", "Z")]
+    assert all(not t.bad for t in check.tables)
+    typed = next(c for c in by_student(sample)["mistake_typed_numbers"].checks if c.check_id == "q2.practical")
+    assert typed.passed and len(typed.tables) == 5  # 4 decimals are enough for the practical's own numbers
+    report = (sample.out_dir / "students" / "mistake_unscaled" / "report.html").read_text()
+    assert "the probability vector p, shape (4)" in report and "marked ≠ differ" in report
+    hidden = next(c for c in by_student(sample)["reference_style"].checks if c.check_id == "q2.random")
+    assert not hidden.tables  # random matrices are not shown
+
+
+def test_sample_readme_lists_every_sample() -> None:
+    assert_readme_lists_every_sample(SAMPLES)

@@ -99,7 +99,8 @@ class CheckContext:
             return
         reference = expected.reshape(-1, *expected.shape[-2:]) if expected.ndim > 1 else expected.reshape(1, 1, -1)
         student = None
-        if got is not None and got.is_tensor and got.array is not None and got.shape == expected.shape:
+        if got is not None and (got.is_tensor or got.kind == "ndarray") and got.array is not None \
+                and got.shape == expected.shape:
             student = got.array.astype(np.float64).reshape(reference.shape)
         for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
             title = f"{label}, batch {item}" if expected.ndim > 2 else label

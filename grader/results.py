@@ -43,6 +43,15 @@ class TensorDiff:
 
 
 @dataclass(frozen=True)
+class Diagnosis:
+    """A known misconception the student's answers match (a variant of the reference, grader/check/variants.py)."""
+
+    variant: str  # "q1.softmax_queries_axis"
+    name: str  # "softmax over the queries axis", for the dashboard
+    explanation: str  # what the code does, and the fix
+
+
+@dataclass(frozen=True)
 class CheckResult:
     check_id: str
     question: str
@@ -58,6 +67,7 @@ class CheckResult:
     heatmaps: tuple[Heatmap, ...] = ()  # hidden checks: for the instructor's view only
     diff: TensorDiff | None = None  # hidden checks: for the instructor's view only
     tables: tuple[TensorDiff, ...] = ()  # answers shown beside the reference's, passed or not; hidden: instructor
+    diagnosis: Diagnosis | None = None  # the misconception a failure matches, when a known one does
     trace: tuple[str, ...] = ()  # the calls the check made and the values it expected: instructor only
 
     @property

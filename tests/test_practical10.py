@@ -192,3 +192,23 @@ def test_hand_computed_answers_are_shown_beside_the_reference(sample: ClassRun) 
 
 def test_sample_readme_lists_every_sample() -> None:
     assert_readme_lists_every_sample(SAMPLES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "diagnosis"), [
+    ("mistake_unscaled", "q1.unscaled"),
+    ("mistake_typed_numbers", "q2.typed_numbers"),
+    ("mistake_heads_summed", "q3.heads_added"),
+    ("mistake_padding_ignored", "q4.padding_not_masked"),
+    ("mistake_concat_order", "q4.state_first"),
+    ("mistake_softmax_axis", "q4.softmax_over_steps"),
+    ("reference_style", None),
+    ("seed_style", None),
+])
+def test_each_sample_mistake_is_named(sample: ClassRun, student: str, diagnosis: str | None) -> None:
+    result = by_student(sample)[student]
+    named = {c.diagnosis.variant for c in result.checks if c.diagnosis is not None}
+    assert named == ({diagnosis} if diagnosis else set())
+    if diagnosis:
+        report = (sample.out_dir / "students" / student / "report.html").read_text()
+        assert "Likely cause:" in report

@@ -36,7 +36,9 @@ def describe_array(array: np.ndarray, limit: int = 600) -> str:
 class CheckContext:
     def __init__(self, *, student: StudentCode, seed: int) -> None:
         self.student = student
-        student.calls.clear()  # the trace is this check's: the session's earlier checks logged theirs
+        student.calls.clear()  # the trace and the replies are this check's: earlier checks logged theirs
+        student.replies.clear()
+        self.met = 0  # expectations met so far: a replay that gets further agrees with what failed here
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         self.heatmaps: list[Heatmap] = []
@@ -74,6 +76,7 @@ class CheckContext:
                 self._tabulate(label, got.array, expected, rtol=rtol, atol=atol)
             raise WrongAnswer(mismatch.message, hint=mismatch.hint)
         assert got is not None and got.array is not None
+        self.met += 1
         return got.array
 
     def draw(self, title: str, student: np.ndarray | None, reference: np.ndarray, *,
@@ -93,6 +96,7 @@ class CheckContext:
     def expect(self, condition: bool, message: str, *, hint: str | None = None) -> None:
         if not condition:
             raise WrongAnswer(message, hint=hint or message)
+        self.met += 1
 
     def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:
         if expected.ndim == 0:

@@ -46,5 +46,7 @@ def load_assignment(name: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> Assign
     if not isinstance(assignment, Assignment):
         raise ConfigurationError(f"{solutions_dir / name / 'checks.py'} does not define ASSIGNMENT = Assignment(...)")
     assignment.folder = (solutions_dir / name).resolve()
+    if (assignment.folder / "variants.py").is_file():  # registers the known-wrong variants with ASSIGNMENT
+        load_solution_module(name, "variants", solutions_dir=solutions_dir)
     assignment.validate()
     return assignment

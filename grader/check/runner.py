@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from grader.check.context import CheckContext
 from grader.check.seeds import check_seed
 from grader.check.spec import Assignment, CheckSpec, Question
+from grader.check.variants import substituted
 from grader.discover.program import Program
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
-from grader.execute.student import StudentCode
+from grader.execute.student import ReplayedCode, ReplayExhausted, StudentCode
 from grader.results import (
     CRASHED,
     ERROR,
@@ -32,6 +33,7 @@ from grader.results import (
     PUBLIC,
     TIMEOUT,
     CheckResult,
+    Diagnosis,
     QuestionResult,
 )
 
@@ -197,6 +199,22 @@ class SubmissionRunner:
                 self.close()  # the question's bookkeeping failed, not a check: start again for what is left
         return run
 
+    def _diagnose(self, check: CheckSpec, seed: int, code: StudentCode, failed: CheckContext) -> Diagnosis | None:
+        """The first known-wrong variant of this question whose answers agree with the student's where the check
+        failed: the check replayed with the variant in place of the reference gets further, or passes."""
+        for variant in self.assignment.variants_for(check.question):
+            replay = CheckContext(student=ReplayedCode(code), seed=seed)
+            try:
+                with substituted(variant):
+                    check.run(replay)
+            except ReplayExhausted:
+                if replay.met <= failed.met:
+                    continue
+            except Exception:  # a variant that disagrees, or cannot run on these inputs
+                continue
+            return Diagnosis(variant.id, variant.name, variant.explanation)
+        return None
+
     def _seed(self, check: CheckSpec) -> int:
         return check_seed(self.assignment.name, self.student, check.id)
 
@@ -205,18 +223,20 @@ class SubmissionRunner:
         public = check.visibility == PUBLIC
         context = CheckContext(student=code, seed=seed)
 
-        def outcome(status: str, message: str, hint: str, detail: str) -> CheckResult:
+        def outcome(status: str, message: str, hint: str, detail: str,
+                    diagnosis: Diagnosis | None = None) -> CheckResult:
             score = check.points if status == PASSED else 0.0
             return CheckResult(check.id, check.question, check.title, check.visibility, status, score,
                                check.points, message if public else hint, detail, seed, notes=tuple(context.notes),
                                heatmaps=tuple(context.heatmaps), diff=context.diff, tables=tuple(context.tables),
-                               trace=context.trace)
+                               trace=context.trace, diagnosis=diagnosis)
 
         try:
             code.seed(seed)
+            code.replies.clear()  # a replay starts where the check does
             check.run(context)
         except WrongAnswer as exc:
-            return outcome(FAILED, exc.message, exc.hint, exc.detail)
+            return outcome(FAILED, exc.message, exc.hint, exc.detail, self._diagnose(check, seed, code, context))
         except StudentRaised as exc:
             return outcome(ERROR, exc.message, f"your code raised {exc.exc_type}", exc.detail)
         except CallTimedOut as exc:

@@ -7,8 +7,9 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
 from grader.results import HIDDEN, PUBLIC
@@ -70,6 +71,7 @@ class Assignment:
         # loading it (say, a training harness the grader runs itself), each with the note the student reads.
         self.stubbed_modules = dict(stubbed_modules or {})
         self.checks: list[CheckSpec] = []
+        self.variants: list[Variant] = []  # known-wrong versions of the references (grader/check/variants.py)
         self.folder: Path | None = None  # set by the loader
 
     def check(self, question: str, *, points: float, visibility: str = PUBLIC,
@@ -86,6 +88,22 @@ class Assignment:
             return function
 
         return register
+
+    def variant(self, question: str, *, replaces: Callable[..., Any], name: str, explain: str,
+                mutation: Sequence[tuple[str, str]] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register a known-wrong version of the reference function ``replaces`` (marked ``@substitutable``):
+        ``name`` for the dashboard, ``explain`` for the student (what their code does, and the fix), ``mutation``
+        the source edits that put this mistake into the model solution for the mutation test."""
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            variant_id = f"{question}.{function.__name__.removeprefix(f'{question}_')}"
+            self.variants.append(Variant(variant_id, question, name, explain, replaces, function, tuple(mutation)))
+            return function
+
+        return register
+
+    def variants_for(self, question_id: str) -> list[Variant]:
+        return [v for v in self.variants if v.question == question_id]
 
     def checks_for(self, question_id: str) -> list[CheckSpec]:
         return [c for c in self.checks if c.question == question_id]
@@ -116,6 +134,15 @@ class Assignment:
         if duplicates:
             raise ConfigurationError(f"{self.name}: duplicate check ids {duplicates}")
         question_ids = {q.id for q in self.questions}
+        for variant in self.variants:
+            if variant.question not in question_ids:
+                raise ConfigurationError(f"{self.name}: variant {variant.id} names unknown question {variant.question}")
+            if not hasattr(variant.replaces, "__wrapped__"):
+                raise ConfigurationError(f"{self.name}: variant {variant.id} replaces a function not marked "
+                                         "@substitutable")
+        variant_ids = [v.id for v in self.variants]
+        if len(set(variant_ids)) != len(variant_ids):
+            raise ConfigurationError(f"{self.name}: duplicate variant ids")
         for check in self.checks:
             if check.question not in question_ids:
                 raise ConfigurationError(f"{self.name}: check {check.id} names unknown question {check.question}")

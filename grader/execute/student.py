@@ -74,14 +74,22 @@ class StudentCode:
         self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
         self._max_elements = session.process.limits.max_array_elements
         self.calls: list[str] = []  # what was called with what, for the instructor's view of a check
+        # This check's answers (operation, reply, blobs), to replay it against known-wrong variants of the reference.
+        self.replies: list[tuple[str, dict[str, Any], list[bytes]]] = []
 
     def log(self, text: str) -> None:
         if len(self.calls) < 50:
             self.calls.append(text[:1500])
 
+    def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
+                 timeout: float | None) -> tuple[dict, list]:
+        reply, reply_blobs = self.session.request(header, blobs, waiting_for=what, timeout=timeout)
+        self.replies.append((str(header.get("op")), reply, reply_blobs))
+        return reply, reply_blobs
+
     def request(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str,
                 timeout: float | None = None) -> tuple[dict, list]:
-        reply, reply_blobs = self.session.request(header, blobs, waiting_for=what, timeout=timeout)
+        reply, reply_blobs = self.exchange(header, blobs, what=what, timeout=timeout)
         if not reply.get("ok"):
             error = reply.get("error") or {}
             exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
@@ -132,6 +140,30 @@ class StudentCode:
         reply, _ = self.request({"op": "new", "name": name, "kwargs": kwargs, "optional": dict(optional or {})},
                                 what=f"{name}({shown})")
         return StudentObject(self, int(reply["ref"]), name)
+
+
+class ReplayExhausted(Exception):
+    """A replayed check asked for more, or other, than the student's process answered the first time."""
+
+
+class ReplayedCode(StudentCode):
+    """A check's recorded answers, served again in order without the student's process: the check runs again on
+    the same inputs (same seed) and sees the same answers, while the reference it compares with may differ."""
+
+    def __init__(self, original: StudentCode) -> None:
+        self.session = None  # type: ignore[assignment]
+        self.load_hint = original.load_hint
+        self._max_elements = original._max_elements
+        self.calls = []
+        self.replies = []
+        self._recorded = iter(list(original.replies))
+
+    def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
+                 timeout: float | None) -> tuple[dict, list]:
+        op, reply, reply_blobs = next(self._recorded, ("", {}, []))
+        if op != header.get("op"):
+            raise ReplayExhausted(f"{what}: not in the recording")
+        return reply, reply_blobs
 
 
 class StudentFunction:

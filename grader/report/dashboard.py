@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from grader.results import GRADED, PASSED, SubmissionResult
+from grader.results import GRADED, PASSED, Diagnosis, SubmissionResult
 
 BINS = 10  # of the maximum score: 0-9%, 10-19%, ..., 90-100%
 
@@ -40,6 +41,15 @@ class CheckStats:
 
 
 @dataclass(frozen=True)
+class MisconceptionStats:
+    question: str
+    variant: str
+    name: str
+    explanation: str
+    students: int  # graded submissions with a check that matched it
+
+
+@dataclass(frozen=True)
 class ClassStats:
     submissions: int
     ran: int
@@ -48,6 +58,7 @@ class ClassStats:
     questions: tuple[QuestionStats, ...]
     checks: tuple[CheckStats, ...]
     histogram: tuple[int, ...]  # submissions per bin of the score's percent, all submissions
+    misconceptions: tuple[MisconceptionStats, ...] = ()  # most students first
 
 
 def class_stats(results: Sequence[SubmissionResult], max_score: float) -> ClassStats:
@@ -72,7 +83,20 @@ def class_stats(results: Sequence[SubmissionResult], max_score: float) -> ClassS
         histogram[min(int(percent // (100 / BINS)), BINS - 1)] += 1
     return ClassStats(len(results), len(ran), statistics.fmean(scores) if scores else None,
                       statistics.median(scores) if scores else None, tuple(questions), tuple(checks),
-                      tuple(histogram))
+                      tuple(histogram), misconceptions(ran))
+
+
+def misconceptions(results: Sequence[SubmissionResult]) -> tuple[MisconceptionStats, ...]:
+    """How many students each known mistake was found in, most first (then by question)."""
+    found: dict[str, tuple[str, Diagnosis]] = {}
+    students: Counter[str] = Counter()
+    for result in results:
+        seen = {c.diagnosis.variant: (c.question, c.diagnosis) for c in result.checks if c.diagnosis is not None}
+        found.update(seen)
+        students.update(seen.keys())
+    rows = [MisconceptionStats(question, variant, d.name, d.explanation, students[variant])
+            for variant, (question, d) in found.items()]
+    return tuple(sorted(rows, key=lambda m: (-m.students, m.question, m.variant)))
 
 
 def histogram_svg(counts: Sequence[int], max_score: float) -> Markup:

@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.check.variants import substitutable
+
 
 def softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
     return shifted / shifted.sum(axis=axis, keepdims=True)
 
 
+@substitutable
 def scaled_dot_product_attention(q: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """p = softmax(X q / sqrt(d)) over the n positions of X (n, d); z = X^T p."""
     p = softmax(X @ q / np.sqrt(X.shape[1]))
     return p, X.T @ p
 
 
+@substitutable
 def self_attention(X: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray,
                    W_V: np.ndarray) -> tuple[np.ndarray, ...]:
     """Q, K, V, the (n, n) attention map A = softmax(Q K^T / sqrt(d_k)) row by row, and Z = A V."""
@@ -24,12 +28,14 @@ def self_attention(X: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray,
     return Q, K, V, A, A @ V
 
 
+@substitutable
 def multi_head_attention(X: np.ndarray, heads: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                          W_O: np.ndarray) -> np.ndarray:
     """Each head's Z side by side (along features), then W_O."""
     return np.concatenate([self_attention(X, *head)[4] for head in heads], axis=1) @ W_O
 
 
+@substitutable
 def dot_prod_attention(query: np.ndarray, context: np.ndarray, mask: np.ndarray | None,
                        W_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """query (batch, T, H) decoder states s_t, context (batch, S, H) encoder states h_s, mask (batch, S) True for

@@ -1,0 +1,58 @@
+"""Known-wrong variants of the references: each names a misconception, explains it and says how to fix it.
+
+A variant stands in for one reference function (marked ``@substitutable`` in the assignment's float64 reference) and
+computes what a student with that misconception would return. When a check fails, the runner replays it with each
+of its question's variants in place of the reference: the same seed, so the same inputs, and the student's recorded
+answers instead of new calls. If the answers the check found wrong agree with the variant, the report names the
+misconception. Each variant also carries a source edit that turns the assignment's model solution into a submission
+with that mistake, which the mutation test (tests/test_variants.py) grades to prove the checks catch it.
+
+Substitution is per thread (a context variable), so classes graded in parallel threads do not see each other's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_SUBSTITUTES: ContextVar[dict[Callable[..., Any], Callable[..., Any]] | None] = ContextVar("substitutes", default=None)
+
+
+def substitutable(function: F) -> F:
+    """Mark a reference function that variants may stand in for (a no-op outside a replay)."""
+
+    @functools.wraps(function)
+    def dispatch(*args: Any, **kwargs: Any) -> Any:
+        return (_SUBSTITUTES.get() or {}).get(dispatch, function)(*args, **kwargs)
+
+    return dispatch  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Variant:
+    id: str  # "q1.softmax_queries_axis"
+    question: str
+    name: str  # short, for the dashboard: "softmax over the queries axis"
+    explanation: str  # for the student: what their code does and the fix
+    replaces: Callable[..., Any] = field(compare=False)  # the @substitutable reference function
+    function: Callable[..., Any] = field(compare=False)
+    # Source edits, (old, new) pairs, that make the assignment's model solution commit this mistake.
+    mutation: tuple[tuple[str, str], ...] = ()
+
+
+@contextmanager
+def substituted(variant: Variant) -> Iterator[None]:
+    """Inside the block, the reference function the variant replaces computes the variant instead."""
+    if not hasattr(variant.replaces, "__wrapped__"):
+        raise TypeError(f"{variant.id}: {variant.replaces!r} is not marked @substitutable")
+    token = _SUBSTITUTES.set({**(_SUBSTITUTES.get() or {}), variant.replaces: variant.function})
+    try:
+        yield
+    finally:
+        _SUBSTITUTES.reset(token)

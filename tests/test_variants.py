@@ -1,0 +1,88 @@
+"""Mutation testing of the checks: every known-wrong variant, put into the model solution, is graded as a submission
+and must lose points on its own question only, with its own diagnosis; the model solution must pass undiagnosed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.check import load_assignment
+from grader.check.variants import Variant
+from grader.pipeline import ClassRun, grade_class
+from grader.results import SubmissionResult
+
+from .conftest import ROOT
+from .sample_classes import by_student
+
+# Assignments whose known mistakes are catalogued in solutions/<name>/variants.py.
+WITH_VARIANTS = ("practical10",)
+BASE = "reference_style.py"  # each assignment's model solution, in tests/submissions/<name>/
+
+
+def mutant_name(variant: Variant) -> str:
+    return variant.id.replace(".", "_")
+
+
+def mutate(source: str, variant: Variant) -> str:
+    assert variant.mutation, f"{variant.id} has no mutation to test it with"
+    for old, new in variant.mutation:
+        assert source.count(old) == 1, f"{variant.id}: {old!r} is not in the model solution exactly once"
+        source = source.replace(old, new)
+    return source
+
+
+def variants_of(assignment: str) -> list[Variant]:
+    return load_assignment(assignment).variants
+
+
+@pytest.fixture(scope="module")
+def mutants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ClassRun]:
+    runs = {}
+    for assignment in WITH_VARIANTS:
+        folder = tmp_path_factory.mktemp(f"mutants_{assignment}")
+        base = (ROOT / "tests" / "submissions" / assignment / BASE).read_text()
+        (folder / "class").mkdir()
+        (folder / "class" / BASE).write_text(base)
+        for variant in variants_of(assignment):
+            (folder / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
+        runs[assignment] = grade_class(assignment=assignment, submissions_dir=folder / "class",
+                                       out_dir=folder / "out", jobs=2)
+    return runs
+
+
+def scores(result: SubmissionResult) -> dict[str, float]:
+    return {q.id: q.score for q in result.questions}
+
+
+@pytest.mark.parametrize("assignment", WITH_VARIANTS)
+def test_every_question_has_variants_and_every_variant_a_mutation(assignment: str) -> None:
+    variants = variants_of(assignment)
+    spec = load_assignment(assignment)
+    assert {v.question for v in variants} == {q.id for q in spec.questions}
+    base = (ROOT / "tests" / "submissions" / assignment / BASE).read_text()
+    for variant in variants:
+        assert mutate(base, variant) != base
+        assert variant.explanation.startswith("Your ") and len(variant.explanation) < 300
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", WITH_VARIANTS)
+def test_the_model_solution_passes_without_a_diagnosis(mutants: dict[str, ClassRun], assignment: str) -> None:
+    result = by_student(mutants[assignment])[Path(BASE).stem]
+    assert result.score == result.max_score, [c.message for c in result.checks if not c.passed]
+    assert all(c.diagnosis is None for c in result.checks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("assignment", "variant"),
+                         [(a, v) for a in WITH_VARIANTS for v in variants_of(a)], ids=lambda x: getattr(x, "id", x))
+def test_each_variant_is_caught_on_its_question_with_its_diagnosis(mutants: dict[str, ClassRun], assignment: str,
+                                                                    variant: Variant) -> None:
+    run = by_student(mutants[assignment])
+    full, got = scores(run[Path(BASE).stem]), scores(run[mutant_name(variant)])
+    assert got[variant.question] < full[variant.question], f"{variant.id} passes every check of {variant.question}"
+    assert {q: s for q, s in got.items() if q != variant.question} == \
+        {q: s for q, s in full.items() if q != variant.question}
+    diagnosed = {c.diagnosis.variant for c in run[mutant_name(variant)].checks if c.diagnosis is not None}
+    assert diagnosed == {variant.id}

@@ -42,11 +42,13 @@ class ProcessDied(SubmissionError):
 
 
 class WrongAnswer(SubmissionError):
-    """A check found the student's answer wrong. ``hint`` is the part that is safe to show for hidden checks."""
+    """A check found the student's answer wrong. ``hint`` is the part that is safe to show for hidden checks;
+    ``misconception`` the id of a known mistake (a variant) the check recognised itself."""
 
-    def __init__(self, message: str, *, hint: str, detail: str = "") -> None:
+    def __init__(self, message: str, *, hint: str, detail: str = "", misconception: str | None = None) -> None:
         super().__init__(message, detail or message)
         self.hint = hint
+        self.misconception = misconception
 
 
 class ConfigurationError(GraderError):

@@ -93,9 +93,12 @@ class CheckContext:
         """A line the report shows under the check whatever its outcome (a measured figure, say)."""
         self.notes.append(text)
 
-    def expect(self, condition: bool, message: str, *, hint: str | None = None) -> None:
+    def expect(self, condition: bool, message: str, *, hint: str | None = None,
+               misconception: str | None = None) -> None:
+        """Fail with ``message`` unless ``condition``; ``misconception`` names the known mistake (the id of one of
+        the assignment's variants, e.g. "q1.bias_present") when the failure itself identifies it."""
         if not condition:
-            raise WrongAnswer(message, hint=hint or message)
+            raise WrongAnswer(message, hint=hint or message, misconception=misconception)
         self.met += 1
 
     def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:

@@ -203,6 +203,8 @@ class SubmissionRunner:
         """The first known-wrong variant of this question whose answers agree with the student's where the check
         failed: the check replayed with the variant in place of the reference gets further, or passes."""
         for variant in self.assignment.variants_for(check.question):
+            if variant.replaces is None:
+                continue
             replay = CheckContext(student=ReplayedCode(code), seed=seed)
             try:
                 with substituted(variant):
@@ -236,7 +238,12 @@ class SubmissionRunner:
             code.replies.clear()  # a replay starts where the check does
             check.run(context)
         except WrongAnswer as exc:
-            return outcome(FAILED, exc.message, exc.hint, exc.detail, self._diagnose(check, seed, code, context))
+            if exc.misconception is not None:
+                named = self.assignment.variant_named(exc.misconception)
+                diagnosis = Diagnosis(named.id, named.name, named.explanation)
+            else:
+                diagnosis = self._diagnose(check, seed, code, context)
+            return outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
         except StudentRaised as exc:
             return outcome(ERROR, exc.message, f"your code raised {exc.exc_type}", exc.detail)
         except CallTimedOut as exc:

@@ -102,6 +102,20 @@ class Assignment:
 
         return register
 
+    def misconception(self, question: str, key: str, *, name: str, explain: str,
+                      mutation: Sequence[tuple[str, str]] = ()) -> str:
+        """Register a known mistake that checks name themselves (``ctx.expect(..., misconception=id)``) rather than
+        one a replay with a variant finds; returns its id, ``question.key``."""
+        variant_id = f"{question}.{key}"
+        self.variants.append(Variant(variant_id, question, name, explain, None, None, tuple(mutation)))
+        return variant_id
+
+    def variant_named(self, variant_id: str) -> Variant:
+        found = [v for v in self.variants if v.id == variant_id]
+        if not found:
+            raise ConfigurationError(f"{self.name}: a check names misconception {variant_id!r}, which no variant has")
+        return found[0]
+
     def variants_for(self, question_id: str) -> list[Variant]:
         return [v for v in self.variants if v.question == question_id]
 
@@ -137,7 +151,7 @@ class Assignment:
         for variant in self.variants:
             if variant.question not in question_ids:
                 raise ConfigurationError(f"{self.name}: variant {variant.id} names unknown question {variant.question}")
-            if not hasattr(variant.replaces, "__wrapped__"):
+            if variant.replaces is not None and not hasattr(variant.replaces, "__wrapped__"):
                 raise ConfigurationError(f"{self.name}: variant {variant.id} replaces a function not marked "
                                          "@substitutable")
         variant_ids = [v.id for v in self.variants]

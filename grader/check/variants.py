@@ -40,8 +40,11 @@ class Variant:
     question: str
     name: str  # short, for the dashboard: "softmax over the queries axis"
     explanation: str  # for the student: what their code does and the fix
-    replaces: Callable[..., Any] = field(compare=False)  # the @substitutable reference function
-    function: Callable[..., Any] = field(compare=False)
+    # The @substitutable reference function it stands in for, and what it computes instead; both None for a
+    # mistake no reference computation shows (a bias that should not be there), which a check names itself
+    # with ``ctx.expect(..., misconception=id)``.
+    replaces: Callable[..., Any] | None = field(compare=False)
+    function: Callable[..., Any] | None = field(compare=False)
     # Source edits, (old, new) pairs, that make the assignment's model solution commit this mistake.
     mutation: tuple[tuple[str, str], ...] = ()
 
@@ -49,8 +52,8 @@ class Variant:
 @contextmanager
 def substituted(variant: Variant) -> Iterator[None]:
     """Inside the block, the reference function the variant replaces computes the variant instead."""
-    if not hasattr(variant.replaces, "__wrapped__"):
-        raise TypeError(f"{variant.id}: {variant.replaces!r} is not marked @substitutable")
+    if variant.replaces is None or variant.function is None or not hasattr(variant.replaces, "__wrapped__"):
+        raise TypeError(f"{variant.id}: {variant.replaces!r} is not a function marked @substitutable")
     token = _SUBSTITUTES.set({**(_SUBSTITUTES.get() or {}), variant.replaces: variant.function})
     try:
         yield

@@ -100,6 +100,31 @@ def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, studen
     assert_loses_only(by_student(sample)[student], FULL, question, check_id, says)
 
 
+# Each sample's diagnosis (solutions/bahdanau_attention/variants.py): its mistake's, or none for a correct one.
+SAMPLE_DIAGNOSES = [
+    ("reference_style", None),
+    ("seed_style", None),
+    ("mistake_squeeze", "q1.squeeze"),
+    ("mistake_energy_without_bias", "q1.energy_without_bias"),
+    ("mistake_softmax_hidden_axis", "q1.softmax_hidden_axis"),
+    ("mistake_mean_of_heads", "q2.mean_of_heads"),
+    ("mistake_unchunked", "q3.unchunked"),
+    ("mistake_softmax_per_chunk", "q3.softmax_per_chunk"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "variant"), SAMPLE_DIAGNOSES)
+def test_each_sample_report_names_its_misconception(sample: ClassRun, student: str, variant: str | None) -> None:
+    diagnosed = {c.diagnosis.variant for c in by_student(sample)[student].checks if c.diagnosis is not None}
+    assert diagnosed == ({variant} if variant else set())
+
+
+def test_every_sample_has_an_expected_diagnosis() -> None:
+    samples = {p.stem for p in SAMPLES.iterdir() if p.suffix in (".py", ".ipynb")}
+    assert samples == {student for student, _ in SAMPLE_DIAGNOSES}
+
+
 @pytest.mark.slow
 def test_only_the_memory_check_tells_chunked_from_whole(sample: ClassRun) -> None:
     failed = [c.check_id for c in by_student(sample)["mistake_unchunked"].checks if not c.passed]

@@ -119,5 +119,24 @@ def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, studen
     assert_loses_only(by_student(sample)[student], FULL, question, check_id, says)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "variant"), [
+    ("reference_style", None),
+    ("keras_port", None),
+    ("mistake_scale_ignored", "q1.scale_ignored"),
+    ("mistake_mask_zero", "q2.mask_zero"),
+    ("mistake_causal_reversed", "q2.causal_reversed"),
+    ("mistake_query_mask_ignored", "q2.query_mask_ignored"),
+    ("mistake_dropout_in_eval", "q3.dropout_in_eval"),
+])
+def test_each_sample_report_names_its_misconception(sample: ClassRun, student: str, variant: str | None) -> None:
+    """Every failed check of a mistake sample names that sample's misconception; correct samples name none."""
+    checks = by_student(sample)[student].checks
+    diagnosed = {c.diagnosis.variant for c in checks if c.diagnosis is not None}
+    assert diagnosed == ({variant} if variant else set())
+    if variant:
+        assert all(c.diagnosis is not None for c in checks if not c.passed)
+
+
 def test_sample_readme_lists_every_sample() -> None:
     assert_readme_lists_every_sample(SAMPLES)

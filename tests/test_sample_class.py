@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import json
 import re
 import sqlite3
@@ -25,6 +26,15 @@ MISTAKES = {
     "mistake_no_tanh": "q2", "mistake_extra_bias": "q2",
     "mistake_no_scaling": "q3", "mistake_dropout_in_eval": "q3",
     "mistake_bilinear_scaled": "q4",
+}
+# The known mistake (solutions/attention_scoring/variants.py) each sample's report names; None: no diagnosis at all.
+DIAGNOSES = {
+    **{student: None for student in CORRECT},
+    "mistake_softmax_axis": "q1.softmax_over_queries", "mistake_mask_zero": "q1.mask_value_zero",
+    "mistake_ignores_2d": "q1.ignores_2d_valid_lens",
+    "mistake_no_tanh": "q2.no_tanh", "mistake_extra_bias": "q2.bias_present",
+    "mistake_no_scaling": "q3.unscaled", "mistake_dropout_in_eval": "q3.dropout_in_eval",
+    "mistake_bilinear_scaled": "q4.scaled",
 }
 
 
@@ -64,6 +74,22 @@ def test_each_mistake_loses_points_only_on_its_question(sample_run: ClassRun, st
     assert {q: s for q, s in scores.items() if q != question} == {q: s for q, s in FULL.items() if q != question}
     failed = [c for c in result.checks if not c.passed]
     assert all(c.status == "failed" and c.message for c in failed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "variant"), sorted(DIAGNOSES.items()))
+def test_each_mistake_is_diagnosed_and_correct_work_is_not(sample_run: ClassRun, student: str,
+                                                            variant: str | None) -> None:
+    result = by_student(sample_run)[student]
+    diagnosed = {c.diagnosis.variant for c in result.checks if c.diagnosis is not None}
+    assert diagnosed == ({variant} if variant else set())
+    report = (sample_run.out_dir / "students" / student / "report.html").read_text()
+    if variant:
+        named = next(c.diagnosis for c in result.checks if c.diagnosis is not None)
+        assert named.explanation.startswith("Your ")
+        assert f"Likely cause: {html.escape(named.name)}." in report
+    else:
+        assert "Likely cause" not in report
 
 
 def test_messages_say_what_is_wrong(sample_run: ClassRun) -> None:

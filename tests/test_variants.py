@@ -3,21 +3,28 @@ and must lose points on its own question only, with its own diagnosis; the model
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from grader.check import load_assignment
 from grader.check.variants import Variant
+from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.results import SubmissionResult
 
 from .conftest import ROOT
 from .sample_classes import by_student
 
-# Assignments whose known mistakes are catalogued in solutions/<name>/variants.py.
-WITH_VARIANTS = ("practical10",)
-BASE = "reference_style.py"  # each assignment's model solution, in tests/submissions/<name>/
+# Every assignment: one without a catalogue of known mistakes (solutions/<name>/variants.py) fails here.
+ASSIGNMENTS = tuple(sorted(p.name for p in SOLUTIONS_DIR.iterdir() if (p / "checks.py").is_file()))
+# Each assignment's model solution, in tests/submissions/<name>/, which the mutations edit.
+BASES = {"attention_scoring": "einsum_style.py"}
+
+
+def base_of(assignment: str) -> Path:
+    return ROOT / "tests" / "submissions" / assignment / BASES.get(assignment, "reference_style.py")
 
 
 def mutant_name(variant: Variant) -> str:
@@ -37,50 +44,58 @@ def variants_of(assignment: str) -> list[Variant]:
 
 
 @pytest.fixture(scope="module")
-def mutants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ClassRun]:
-    runs = {}
-    for assignment in WITH_VARIANTS:
-        folder = tmp_path_factory.mktemp(f"mutants_{assignment}")
-        base = (ROOT / "tests" / "submissions" / assignment / BASE).read_text()
-        (folder / "class").mkdir()
-        (folder / "class" / BASE).write_text(base)
-        for variant in variants_of(assignment):
-            (folder / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
-        runs[assignment] = grade_class(assignment=assignment, submissions_dir=folder / "class",
-                                       out_dir=folder / "out", jobs=2)
-    return runs
+def mutants(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ClassRun]:
+    """The model solution and one mutant per variant, graded as a class, once per assignment a test asks for."""
+    runs: dict[str, ClassRun] = {}
+
+    def graded(assignment: str) -> ClassRun:
+        if assignment not in runs:
+            folder = tmp_path_factory.mktemp(f"mutants_{assignment}")
+            base = base_of(assignment).read_text()
+            (folder / "class").mkdir()
+            (folder / "class" / base_of(assignment).name).write_text(base)
+            for variant in variants_of(assignment):
+                (folder / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
+            runs[assignment] = grade_class(assignment=assignment, submissions_dir=folder / "class",
+                                           out_dir=folder / "out", jobs=2)
+        return runs[assignment]
+
+    return graded
 
 
 def scores(result: SubmissionResult) -> dict[str, float]:
     return {q.id: q.score for q in result.questions}
 
 
-@pytest.mark.parametrize("assignment", WITH_VARIANTS)
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_question_has_variants_and_every_variant_a_mutation(assignment: str) -> None:
     variants = variants_of(assignment)
     spec = load_assignment(assignment)
     assert {v.question for v in variants} == {q.id for q in spec.questions}
-    base = (ROOT / "tests" / "submissions" / assignment / BASE).read_text()
+    base = base_of(assignment).read_text()
     for variant in variants:
         assert mutate(base, variant) != base
         assert variant.explanation.startswith("Your ") and len(variant.explanation) < 300
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", WITH_VARIANTS)
-def test_the_model_solution_passes_without_a_diagnosis(mutants: dict[str, ClassRun], assignment: str) -> None:
-    result = by_student(mutants[assignment])[Path(BASE).stem]
-    assert result.score == result.max_score, [c.message for c in result.checks if not c.passed]
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_model_solution_passes_without_a_diagnosis(mutants: Callable[[str], ClassRun], assignment: str) -> None:
+    result = by_student(mutants(assignment))[base_of(assignment).stem]
+    assert result.score == result.max_score, (result.notes, [c.message for c in result.checks if not c.passed])
     assert all(c.diagnosis is None for c in result.checks)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("assignment", "variant"),
-                         [(a, v) for a in WITH_VARIANTS for v in variants_of(a)], ids=lambda x: getattr(x, "id", x))
-def test_each_variant_is_caught_on_its_question_with_its_diagnosis(mutants: dict[str, ClassRun], assignment: str,
+                         [(a, v) for a in ASSIGNMENTS for v in variants_of(a)], ids=lambda x: getattr(x, "id", x))
+def test_each_variant_is_caught_on_its_question_with_its_diagnosis(mutants: Callable[[str], ClassRun], assignment: str,
                                                                     variant: Variant) -> None:
-    run = by_student(mutants[assignment])
-    full, got = scores(run[Path(BASE).stem]), scores(run[mutant_name(variant)])
+    run = by_student(mutants(assignment))
+    mutant = run[mutant_name(variant)]
+    # A mutant that did not run says why (a crash or a time-out is not a check letting the mistake through).
+    assert mutant.status == "graded", (mutant.status, mutant.reason, mutant.notes)
+    full, got = scores(run[base_of(assignment).stem]), scores(mutant)
     assert got[variant.question] < full[variant.question], f"{variant.id} passes every check of {variant.question}"
     assert {q: s for q, s in got.items() if q != variant.question} == \
         {q: s for q, s in full.items() if q != variant.question}

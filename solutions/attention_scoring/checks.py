@@ -173,7 +173,8 @@ def q2_parameters(ctx: CheckContext) -> None:
     found = model.parameters()
     extra = sorted(set(found) - set(w))
     ctx.expect(not extra, f"AdditiveAttention has parameters the additive score does not use: {', '.join(extra)} "
-                          "(create W_q, W_k and w_v with bias=False)")
+                          "(create W_q, W_k and w_v with bias=False)",
+               misconception="q2.bias_present" if any(name.endswith(".bias") for name in extra) else None)
     shapes = {name: tuple(value.shape) for name, value in w.items()}
     ctx.expect(all(found.get(name) == shape for name, shape in shapes.items()),
                f"AdditiveAttention's parameter shapes are {found}, expected {shapes}")
@@ -189,7 +190,8 @@ def q2_random_2d(ctx: CheckContext) -> None:
     additive_case(ctx, 2)
 
 
-def expect_dropout(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray) -> None:
+def expect_dropout(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray, *,
+                   misconception: str | None = None) -> None:
     """Eval mode is deterministic and equals the reference; training mode drops weights (dropout=0.5)."""
     args = [Arg.tensor(x) for x in inputs] + [as_arg(valid)]
     model.train()
@@ -201,18 +203,19 @@ def expect_dropout(ctx: CheckContext, model: StudentObject, name: str, inputs: t
                                                f"{evaluated.shape} in eval mode")
     changed = not (np.allclose(first.array, evaluated.array) and np.allclose(second.array, evaluated.array))
     ctx.expect(changed, f"{name} gives the same output in training and eval mode with dropout=0.5: apply "
-                        "self.dropout to the attention weights")
+                        "self.dropout to the attention weights", misconception=misconception)
 
 
 def expect_eval_deterministic(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple,
-                              valid: np.ndarray) -> None:
+                              valid: np.ndarray, *, misconception: str | None = None) -> None:
     args = [Arg.tensor(x) for x in inputs] + [as_arg(valid)]
     model.eval()
     first, second = model(*args), model(*args)
     ctx.expect(first.is_tensor and second.is_tensor, f"{name} should return a torch.Tensor")
     ctx.expect(np.array_equal(first.array, second.array),
                f"{name} gives different outputs for the same inputs in eval mode: dropout must only act in "
-               "training mode (use self.dropout, an nn.Dropout, not F.dropout(..., training=True))")
+               "training mode (use self.dropout, an nn.Dropout, not F.dropout(..., training=True))",
+               misconception=misconception)
 
 
 def dropout_inputs(ctx: CheckContext, query_size: int, key_size: int) -> tuple[tuple, np.ndarray]:
@@ -224,13 +227,14 @@ def dropout_inputs(ctx: CheckContext, query_size: int, key_size: int) -> tuple[t
 @check("q2", points=3, title="eval mode is deterministic (dropout off)")
 def q2_eval_deterministic(ctx: CheckContext) -> None:
     model, _ = additive(ctx, query_size=4, key_size=3, hiddens=5, dropout=0.5)
-    expect_eval_deterministic(ctx, model, "AdditiveAttention", *dropout_inputs(ctx, 4, 3))
+    expect_eval_deterministic(ctx, model, "AdditiveAttention", *dropout_inputs(ctx, 4, 3),
+                              misconception="q2.dropout_in_eval")
 
 
 @check("q2", points=3, title="dropout acts in training mode")
 def q2_dropout_in_training(ctx: CheckContext) -> None:
     model, _ = additive(ctx, query_size=4, key_size=3, hiddens=5, dropout=0.5)
-    expect_dropout(ctx, model, "AdditiveAttention", *dropout_inputs(ctx, 4, 3))
+    expect_dropout(ctx, model, "AdditiveAttention", *dropout_inputs(ctx, 4, 3), misconception="q2.no_dropout")
 
 
 # ----- q3 DotProductAttention ------------------------------------------------------------------------------------
@@ -289,13 +293,14 @@ def q3_random_2d(ctx: CheckContext) -> None:
 @check("q3", points=2, title="eval mode is deterministic (dropout off)")
 def q3_eval_deterministic(ctx: CheckContext) -> None:
     model = ctx.student.construct("DotProductAttention", dropout=0.5)
-    expect_eval_deterministic(ctx, model, "DotProductAttention", *dropout_inputs(ctx, 4, 4))
+    expect_eval_deterministic(ctx, model, "DotProductAttention", *dropout_inputs(ctx, 4, 4),
+                              misconception="q3.dropout_in_eval")
 
 
 @check("q3", points=3, title="dropout acts in training mode")
 def q3_dropout_in_training(ctx: CheckContext) -> None:
     model = ctx.student.construct("DotProductAttention", dropout=0.5)
-    expect_dropout(ctx, model, "DotProductAttention", *dropout_inputs(ctx, 4, 4))
+    expect_dropout(ctx, model, "DotProductAttention", *dropout_inputs(ctx, 4, 4), misconception="q3.no_dropout")
 
 
 # ----- q4 BilinearAttention --------------------------------------------------------------------------------------
@@ -321,7 +326,7 @@ def q4_parameter_shape(ctx: CheckContext) -> None:
     found = model.parameters()
     ctx.expect("W" in found, f"BilinearAttention has no parameter named W (it has: {', '.join(found) or 'none'})")
     ctx.expect(found["W"] == (5, 3), f"BilinearAttention.W has shape {found['W']}, expected (query_size, key_size)"
-                                     " = (5, 3)")
+                                     " = (5, 3)", misconception="q4.transposed_W" if found["W"] == (3, 5) else None)
 
 
 @check("q4", points=6, title="queries of size 5 against keys of size 3, valid_lens [2, 4]")

@@ -1,11 +1,14 @@
 """Float64 NumPy reference for attention_scoring: the ground truth every check compares with.
 
-Weights follow nn.Linear's convention: a (out_features, in_features) matrix applied as ``x @ W.T``.
+Weights follow nn.Linear's convention: a (out_features, in_features) matrix applied as ``x @ W.T``. The functions the
+checks call are ``@substitutable``: solutions/attention_scoring/variants.py stands known-wrong versions in for them.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from grader.check.variants import substitutable
 
 MASK_VALUE = -1e6  # as the textbook: exp(-1e6 - max) is exactly 0 in float32 and float64
 
@@ -16,6 +19,7 @@ def softmax(X: np.ndarray, axis: int = -1) -> np.ndarray:
     return e / e.sum(axis=axis, keepdims=True)
 
 
+@substitutable
 def masked_softmax(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
     """Softmax over the last axis of X (batch, queries, keys), keys at or past valid_lens weighted 0.
 
@@ -32,6 +36,7 @@ def masked_softmax(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
     return softmax(np.where(mask, X, MASK_VALUE))
 
 
+@substitutable
 def additive_attention(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
                        W_q: np.ndarray, W_k: np.ndarray, w_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """a(q, k) = w_v^T tanh(W_q q + W_k k); returns (output, attention weights)."""
@@ -43,6 +48,7 @@ def additive_attention(queries: np.ndarray, keys: np.ndarray, values: np.ndarray
     return weights @ np.asarray(values, np.float64), weights
 
 
+@substitutable
 def dot_product_attention(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
                           valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """softmax(Q K^T / sqrt(d)) V; returns (output, attention weights)."""
@@ -52,6 +58,7 @@ def dot_product_attention(queries: np.ndarray, keys: np.ndarray, values: np.ndar
     return weights @ np.asarray(values, np.float64), weights
 
 
+@substitutable
 def bilinear_attention(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
                        W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """a(q, k) = q^T W k with W (query_size, key_size), unscaled; returns (output, attention weights)."""

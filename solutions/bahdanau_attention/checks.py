@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from grader.check import Arg, Assignment, CheckContext, Question, StudentObject
-from grader.errors import StudentRaised
+from grader.check.compare import compare_tensor
+from grader.errors import StudentRaised, WrongAnswer
 from grader.results import HIDDEN
 
 from . import reference_numpy as ref
@@ -76,10 +77,23 @@ def expect_pair(ctx: CheckContext, name: str, got: object, expected: tuple[np.nd
     ctx.expect_tensor(f"the {first} returned by {name}", got.items[0], expected[0], rtol=rtol, atol=atol)
 
 
+def agrees(got: object, expected: tuple[np.ndarray, np.ndarray], *, rtol: float, atol: float) -> bool:
+    """``got`` is the pair ``expected``: for recognising a known mistake once a check has failed."""
+    return (got is not None and got.kind == "sequence" and got.length == 2
+            and all(compare_tensor("", item, want, rtol=rtol, atol=atol) is None
+                    for item, want in zip(got.items, expected)))
+
+
 def run_additive(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int, value_dim: int) -> None:
     model, params = additive(ctx, input_dim, hidden_dim)
     query, key, value = inputs(ctx.rng, n, input_dim, value_dim)
-    got = model(Arg.tensor(query), Arg.tensor(key), Arg.tensor(value))
+    try:
+        got = model(Arg.tensor(query), Arg.tensor(key), Arg.tensor(value))
+    except StudentRaised as exc:
+        # The write-up's .squeeze() makes a single key's (1, 1) scores a 0-d tensor, which the weighted sum rejects.
+        zero_d = n == 1 and any(text in exc.exc_message for text in ("0D", "[-1, 0]", "dimensions (0)"))
+        ctx.expect(not zero_d, exc.message, hint=f"your code raised {exc.exc_type}", misconception="q1.squeeze")
+        raise
     expect_pair(ctx, "AdditiveAttention", got, ref.additive_attention(query, key, value, params),
                 first="weighted_sum")
 
@@ -106,8 +120,13 @@ def q1_parameters(ctx: CheckContext) -> None:
     found = model.parameters()
     expected = {name: tuple(value.shape) for name, value in layer_parameters(ctx.rng, 5, 3).items()}
     missing = sorted(set(expected) - set(found))
+    without_bias = None
+    if missing == ["energy_layer.bias"]:
+        without_bias = "q1.energy_without_bias"
+    elif missing and all(name.endswith(".bias") for name in missing):
+        without_bias = "q1.layers_without_bias"
     ctx.expect(not missing, f"AdditiveAttention has no parameter {', '.join(missing)} (every layer of the additive "
-                            "score has a bias: nn.Linear(..., bias=True), the default)")
+                            "score has a bias: nn.Linear(..., bias=True), the default)", misconception=without_bias)
     extra = sorted(set(found) - set(expected))
     ctx.expect(not extra, f"AdditiveAttention has parameters the assignment does not ask for: {', '.join(extra)}")
     wrong = {name: found[name] for name in expected if found[name] != expected[name]}
@@ -148,7 +167,8 @@ def q2_structure(ctx: CheckContext) -> None:
                f"AdditiveAttention(input_dim, hidden_dim); found parameters {sorted(found)}")
     ctx.expect(found.get("out_layer.weight") == (6, 18) and found.get("out_layer.bias") == (6,),
                "out_layer should be nn.Linear(num_heads * input_dim, input_dim) = nn.Linear(18, 6), found "
-               f"weight {found.get('out_layer.weight')} and bias {found.get('out_layer.bias')}")
+               f"weight {found.get('out_layer.weight')} and bias {found.get('out_layer.bias')}",
+               misconception="q2.mean_of_heads" if found.get("out_layer.weight") == (6, 6) else None)
 
 
 @check("q2", points=10, title="4 heads, input_dim 8, hidden_dim 16, 5 keys")
@@ -168,14 +188,36 @@ def q2_random(ctx: CheckContext) -> None:
 
 
 # ----- q3 chunked_additive_attention -----------------------------------------------------------------------------
+def softmax_per_chunk(query: np.ndarray, key: np.ndarray, value: np.ndarray, params: dict[str, np.ndarray],
+                      chunk_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The known mistake q3.softmax_per_chunk: a softmax within each chunk, the chunks' results averaged."""
+    scores = ref.additive_scores(query.astype(np.float64), key.astype(np.float64), params)
+    starts = range(0, len(scores), chunk_size)
+    weights = np.concatenate([ref.softmax(scores[start:start + chunk_size]) for start in starts]) / len(starts)
+    return weights @ value.astype(np.float64), weights
+
+
+def expect_chunked(ctx: CheckContext, got: object, expected: tuple[np.ndarray, np.ndarray],
+                   chunks: tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], int], *,
+                   rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """expect_pair for chunked_additive_attention; a failure that is a softmax per chunk (query, key, value,
+    params and chunk_size in ``chunks``) is named as that mistake."""
+    try:
+        expect_pair(ctx, "chunked_additive_attention", got, expected, first="weighted_sum", rtol=rtol, atol=atol)
+    except WrongAnswer as wrong:
+        ctx.expect(not agrees(got, softmax_per_chunk(*chunks), rtol=rtol, atol=atol), wrong.message,
+                   hint=wrong.hint, misconception="q3.softmax_per_chunk")
+        raise
+
+
 def run_chunked(ctx: CheckContext, *, n: int, chunk_size: int, input_dim: int = 6, hidden_dim: int = 8,
                 value_dim: int = 5) -> None:
     attention, params = additive(ctx, input_dim, hidden_dim)
     query, key, value = inputs(ctx.rng, n, input_dim, value_dim)
     chunked = ctx.student.function("chunked_additive_attention")
     got = chunked(attention, Arg.tensor(query), Arg.tensor(key), Arg.tensor(value), chunk_size)
-    expect_pair(ctx, "chunked_additive_attention", got, ref.additive_attention(query, key, value, params),
-                first="weighted_sum")
+    expect_chunked(ctx, got, ref.additive_attention(query, key, value, params),
+                   (query, key, value, params, chunk_size))
 
 
 @check("q3", points=8, title="50 keys in chunks of 7 (the last chunk is shorter)")
@@ -215,8 +257,8 @@ def q3_memory(ctx: CheckContext) -> None:
                               f"({MEMORY_KEYS:,}, {MEMORY_HIDDEN_DIM}) float32 tensor alone takes "
                               f"{MEMORY_KEYS * MEMORY_HIDDEN_DIM * 4 >> 20} MB: apply the layers to one chunk of keys "
                               f"at a time ({exc.exc_type}: {exc.exc_message[:160]})",
-                       hint="chunked_additive_attention ran out of memory")
+                       hint="chunked_additive_attention ran out of memory", misconception="q3.unchunked")
         raise
     expected = ref.additive_attention(query, key, value, params)
     # A million weights of about 1e-6 each: the tolerance must be relative, not the default absolute 1e-5.
-    expect_pair(ctx, "chunked_additive_attention", got, expected, first="weighted_sum", rtol=1e-3, atol=1e-10)
+    expect_chunked(ctx, got, expected, (query, key, value, params, 10_000), rtol=1e-3, atol=1e-10)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.check.variants import substitutable
+
 BLOCK = 65536
 
 
@@ -26,6 +28,7 @@ def additive_scores(query: np.ndarray, key: np.ndarray, p: dict[str, np.ndarray]
     return scores
 
 
+@substitutable
 def additive_attention(query: np.ndarray, key: np.ndarray, value: np.ndarray,
                        p: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(weighted_sum (value_dim,), attention_weights (n,)) for query (1, input_dim), key (n, d), value (n, v)."""
@@ -33,6 +36,7 @@ def additive_attention(query: np.ndarray, key: np.ndarray, value: np.ndarray,
     return weights @ value.astype(np.float64), weights
 
 
+@substitutable
 def multi_head_attention(query: np.ndarray, key: np.ndarray, value: np.ndarray, heads: list[dict[str, np.ndarray]],
                          out: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(output (input_dim,), attention_weights (num_heads, n)): out_layer over the heads' concatenated sums."""

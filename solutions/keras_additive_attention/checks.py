@@ -197,6 +197,12 @@ def q3_eval_deterministic(ctx: CheckContext) -> None:
     args = (Arg.tensor(query), Arg.tensor(value))
     first, second = model(*args, key=Arg.tensor(key)), model(*args, key=Arg.tensor(key))
     expected = ref.additive_attention(query, value, key)[0]
+    if first.is_tensor and second.is_tensor and first.array is not None and second.array is not None \
+            and first.shape == second.shape == expected.shape:
+        ctx.expect(np.allclose(first.array, expected, rtol=1e-4, atol=1e-5)
+                   or np.allclose(first.array, second.array, rtol=1e-4, atol=1e-5),
+                   "the output in eval mode differs from the reference, and from a second call on the same inputs: "
+                   "dropout should do nothing in eval mode", misconception="q3.dropout_in_eval")
     ctx.expect_tensor("the output in eval mode", first, expected)
     ctx.expect_tensor("the output of a second call in eval mode", second, expected)
 
@@ -215,7 +221,8 @@ def q3_training_drops(ctx: CheckContext) -> None:
     dropped = np.isclose(distribution.array, 0.0, atol=1e-7)
     kept = np.isclose(distribution.array, weights / 0.5, rtol=1e-4, atol=1e-6)
     ctx.expect(bool(dropped.any()), f"with dropout=0.5 in training mode, none of the {weights.size} attention weights "
-                                    "was dropped: apply self.dropout (an nn.Dropout) to the distribution")
+                                    "was dropped: apply self.dropout (an nn.Dropout) to the distribution",
+               misconception="q3.no_dropout")
     ctx.expect(bool((dropped | kept).all()),
                "in training mode each attention weight should be dropped (0) or scaled by 1 / (1 - 0.5), as "
                "nn.Dropout does to the distribution; some are neither")

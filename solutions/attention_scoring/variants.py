@@ -1,0 +1,240 @@
+"""Known mistakes in attention_scoring, each as the reference would compute it, with the student-facing explanation and
+the edit that puts it into the model solution (tests/submissions/attention_scoring/einsum_style.py) for the mutation
+test. q2-q4 are graded with the reference masked_softmax, so their variants mask correctly.
+
+Mistakes no reference computation shows (a bias that should not be there, dropout in eval mode or none at all) are
+registered with ``misconception`` and named by the check that recognises them (checks.py). q4.transposed_W is both: a
+variant (replays find it when W is square) that q4.parameter_shape also names when W has shape (key_size, query_size).
+
+Left out, because the checks cannot tell them by their values: W_q and W_k swapped, and keys and queries transposed,
+raise a shape error whenever the sizes differ (in every fixed case, and in most random ones); dropout in eval mode in
+BilinearAttention has no check of its own (q4 has no eval-mode check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from . import reference_numpy as ref
+from .checks import ASSIGNMENT
+
+variant = ASSIGNMENT.variant
+misconception = ASSIGNMENT.misconception
+
+
+def key_mask(X: np.ndarray, valid_lens: np.ndarray, *, first_query_only: bool = False,
+             inclusive: bool = False) -> np.ndarray:
+    """(batch, queries, keys), True for the keys a (possibly wrong) mask keeps."""
+    _, queries, keys = X.shape
+    valid = np.asarray(valid_lens)
+    if valid.ndim == 2 and first_query_only:
+        valid = valid[:, 0]
+    if valid.ndim == 1:
+        valid = np.repeat(valid[:, None], queries, axis=1)
+    positions = np.arange(keys)[None, None, :]
+    return positions <= valid[:, :, None] if inclusive else positions < valid[:, :, None]
+
+
+def attend(scores: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    weights = ref.masked_softmax(scores, valid_lens)
+    return weights @ np.asarray(values, np.float64), weights
+
+
+# ----- q1 masked_softmax -----------------------------------------------------------------------------------------
+@variant("q1", replaces=ref.masked_softmax, name="softmax over the queries axis",
+         explain="Your masked_softmax normalises over dim=1, the queries, so each key's weights sum to 1 across "
+                 "the queries: each query's weights must sum to 1 over the keys, a softmax over the last axis "
+                 "(dim=-1), with valid_lens or without.",
+         mutation=[("        return F.softmax(X, dim=-1)\n", "        return F.softmax(X, dim=1)\n"),
+                   ("F.softmax(X.masked_fill(~mask, -1e6), dim=-1)", "F.softmax(X.masked_fill(~mask, -1e6), dim=1)")])
+def q1_softmax_over_queries(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is not None:
+        X = np.where(key_mask(X, valid_lens), X, ref.MASK_VALUE)
+    return ref.softmax(X, axis=1)
+
+
+@variant("q1", replaces=ref.masked_softmax, name="masked scores set to 0",
+         explain="Your masked_softmax sets the scores of the keys past valid_lens to 0, and exp(0) is not 0, so they "
+                 "still get weight: fill them with a very large negative value (-1e6) before the softmax, so that "
+                 "their weight is 0.",
+         mutation=[("X.masked_fill(~mask, -1e6)", "X.masked_fill(~mask, 0)")])
+def q1_mask_value_zero(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is None:
+        return ref.softmax(X)
+    return ref.softmax(np.where(key_mask(X, valid_lens), X, 0.0))
+
+
+@variant("q1", replaces=ref.masked_softmax, name="mask applied after the softmax",
+         explain="Your masked_softmax zeroes the weights of the keys past valid_lens after the softmax, so the "
+                 "weights left no longer sum to 1: mask the scores (set them to -1e6) before the softmax instead.",
+         mutation=[("F.softmax(X.masked_fill(~mask, -1e6), dim=-1)", "F.softmax(X, dim=-1).masked_fill(~mask, 0)")])
+def q1_mask_after_softmax(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is None:
+        return ref.softmax(X)
+    return np.where(key_mask(X, valid_lens), ref.softmax(X), 0.0)
+
+
+@variant("q1", replaces=ref.masked_softmax, name="mask off by one (keeps key valid_len)",
+         explain="Your mask keeps one key too many, positions 0 to valid_len (<= instead of <): the valid keys are "
+                 "positions 0 to valid_len - 1, so keep torch.arange(num_keys) < valid_lens.",
+         mutation=[("positions[None, None, :] < valid_lens[:, :, None]",
+                    "positions[None, None, :] <= valid_lens[:, :, None]")])
+def q1_mask_off_by_one(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is None:
+        return ref.softmax(X)
+    return ref.softmax(np.where(key_mask(X, valid_lens, inclusive=True), X, ref.MASK_VALUE))
+
+
+@variant("q1", replaces=ref.masked_softmax, name="2-D valid_lens reduced to one per example",
+         explain="Your masked_softmax uses one valid length per example, the first query's, when valid_lens is 2-D "
+                 "(batch, queries): each query has its own, so mask row i of X with valid_lens[:, i] "
+                 "(valid_lens.reshape(-1) against X.reshape(-1, num_keys)).",
+         mutation=[("""    if valid_lens.dim() == 1:
+        valid_lens = valid_lens[:, None]  # (batch, 1)
+""", """    if valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, 0]  # one valid length per example
+    valid_lens = valid_lens[:, None]  # (batch, 1)
+""")])
+def q1_ignores_2d_valid_lens(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is None:
+        return ref.softmax(X)
+    return ref.softmax(np.where(key_mask(X, valid_lens, first_query_only=True), X, ref.MASK_VALUE))
+
+
+# ----- q2 AdditiveAttention --------------------------------------------------------------------------------------
+ADDITIVE_FEATURES = "        features = torch.tanh(q[:, :, None, :] + k[:, None, :, :])  # (b, q, k, h)\n"
+ADDITIVE_RETURN = """        return torch.einsum('bqk,bkv->bqv',
+                            self.dropout(self.attention_weights), values)
+
+
+class DotProductAttention"""
+DOT_RETURN = """        return torch.einsum('bqk,bkv->bqv',
+                            self.dropout(self.attention_weights), values)
+
+
+class BilinearAttention"""
+EVAL_DROPOUT = "F.dropout(self.attention_weights, p=self.dropout.p, training=True)"
+
+
+def additive_with(activation: Callable[[np.ndarray], np.ndarray], queries: np.ndarray, keys: np.ndarray,
+                  values: np.ndarray, valid_lens: np.ndarray | None, W_q: np.ndarray, W_k: np.ndarray,
+                  w_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    q = np.asarray(queries, np.float64) @ W_q.T
+    k = np.asarray(keys, np.float64) @ W_k.T
+    scores = (activation(q[:, :, None, :] + k[:, None, :, :]) @ w_v.T)[..., 0]
+    return attend(scores, values, valid_lens)
+
+
+@variant("q2", replaces=ref.additive_attention, name="no tanh in the additive score",
+         explain="Your additive score is w_v^T (W_q q + W_k k), without the tanh: then the query's part is the same "
+                 "for every key and cancels in the softmax. Apply torch.tanh to W_q q + W_k k before w_v.",
+         mutation=[(ADDITIVE_FEATURES, ADDITIVE_FEATURES.replace("torch.tanh(", "(", 1))])
+def q2_no_tanh(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
+               W_q: np.ndarray, W_k: np.ndarray, w_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return additive_with(lambda x: x, queries, keys, values, valid_lens, W_q, W_k, w_v)
+
+
+@variant("q2", replaces=ref.additive_attention, name="relu in place of tanh",
+         explain="Your additive score applies ReLU where the textbook applies tanh: a(q, k) = w_v^T tanh(W_q q + "
+                 "W_k k). Use torch.tanh instead of the relu.",
+         mutation=[(ADDITIVE_FEATURES, ADDITIVE_FEATURES.replace("torch.tanh(", "torch.relu(", 1))])
+def q2_relu_for_tanh(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
+                     W_q: np.ndarray, W_k: np.ndarray, w_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return additive_with(lambda x: np.maximum(x, 0.0), queries, keys, values, valid_lens, W_q, W_k, w_v)
+
+
+misconception("q2", "bias_present", name="biases in W_q, W_k or w_v",
+              explain="Your W_q, W_k or w_v has a bias term, which the additive score a(q, k) = w_v^T tanh(W_q q + "
+                      "W_k k) does not have: create the three layers with bias=False (nn.Linear or nn.LazyLinear).",
+              mutation=[("""        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+""", """        self.W_q = nn.Linear(query_size, num_hiddens, bias=True)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=True)
+"""), ("""        q = torch.einsum('bqd,hd->bqh', queries, self.W_q.weight)
+        k = torch.einsum('bkd,hd->bkh', keys, self.W_k.weight)
+""", """        q, k = self.W_q(queries), self.W_k(keys)
+""")])
+
+misconception("q2", "dropout_in_eval", name="dropout active in eval mode",
+              explain="Your AdditiveAttention drops attention weights even after .eval() (F.dropout(..., "
+                      "training=True)), so its output is random: call self.dropout, an nn.Dropout, which is off in "
+                      "eval mode.",
+              mutation=[(ADDITIVE_RETURN, ADDITIVE_RETURN.replace("self.dropout(self.attention_weights)",
+                                                                  EVAL_DROPOUT))])
+
+misconception("q2", "no_dropout", name="dropout never applied",
+              explain="Your AdditiveAttention gives the same output in training and eval mode: pass the attention "
+                      "weights through self.dropout (an nn.Dropout) before multiplying them by the values.",
+              mutation=[(ADDITIVE_RETURN, ADDITIVE_RETURN.replace("self.dropout(self.attention_weights)",
+                                                                  "self.attention_weights"))])
+
+
+# ----- q3 DotProductAttention ------------------------------------------------------------------------------------
+def dot_scores(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    return np.asarray(queries, np.float64) @ np.asarray(keys, np.float64).transpose(0, 2, 1)
+
+
+@variant("q3", replaces=ref.dot_product_attention, name="scores not scaled by sqrt(d)",
+         explain="Your scores are the plain dot products q . k: scaled dot-product attention divides them by "
+                 "sqrt(d), d the length of the queries and keys (queries.shape[-1]), before the softmax.",
+         mutation=[(" / math.sqrt(d)\n", "\n")])
+def q3_unscaled(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+                valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    return attend(dot_scores(queries, keys), values, valid_lens)
+
+
+@variant("q3", replaces=ref.dot_product_attention, name="scores divided by d instead of sqrt(d)",
+         explain="Your scores are divided by d, the length of the queries and keys: scaled dot-product attention "
+                 "divides them by sqrt(d) (math.sqrt(queries.shape[-1])).",
+         mutation=[(" / math.sqrt(d)\n", " / d\n")])
+def q3_divided_by_d(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+                    valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    return attend(dot_scores(queries, keys) / np.shape(queries)[-1], values, valid_lens)
+
+
+misconception("q3", "dropout_in_eval", name="dropout active in eval mode",
+              explain="Your DotProductAttention drops attention weights even after .eval() (F.dropout(..., "
+                      "training=True)), so its output is random: call self.dropout, an nn.Dropout, which is off in "
+                      "eval mode.",
+              mutation=[(DOT_RETURN, DOT_RETURN.replace("self.dropout(self.attention_weights)", EVAL_DROPOUT))])
+
+misconception("q3", "no_dropout", name="dropout never applied",
+              explain="Your DotProductAttention gives the same output in training and eval mode: pass the attention "
+                      "weights through self.dropout (an nn.Dropout) before multiplying them by the values.",
+              mutation=[(DOT_RETURN, DOT_RETURN.replace("self.dropout(self.attention_weights)",
+                                                        "self.attention_weights"))])
+
+
+# ----- q4 BilinearAttention --------------------------------------------------------------------------------------
+BILINEAR_SCORES = "torch.einsum('bqi,ij,bkj->bqk', queries, self.W, keys)"
+
+
+@variant("q4", replaces=ref.bilinear_attention, name="bilinear score scaled by sqrt(query_size)",
+         explain="Your bilinear score is divided by sqrt(query_size), as in scaled dot-product attention: the "
+                 "bilinear score q^T W k is not scaled (W can learn any scale), so leave out the division.",
+         mutation=[(BILINEAR_SCORES, f"{BILINEAR_SCORES} / math.sqrt(queries.shape[-1])")])
+def q4_scaled(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
+              W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    scores = np.asarray(queries, np.float64) @ W @ np.asarray(keys, np.float64).transpose(0, 2, 1)
+    return attend(scores / np.sqrt(np.shape(queries)[-1]), values, valid_lens)
+
+
+@variant("q4", replaces=ref.bilinear_attention, name="q^T W^T k: W transposed",
+         explain="Your score is q^T W^T k (W created as (key_size, query_size), or used transposed): the "
+                 "assignment's W has shape (query_size, key_size) and the score is queries @ self.W @ "
+                 "keys.transpose(1, 2).",
+         mutation=[("torch.empty(query_size, key_size)", "torch.empty(key_size, query_size)"),
+                   (BILINEAR_SCORES, BILINEAR_SCORES.replace("'bqi,ij,bkj->bqk'", "'bqi,ji,bkj->bqk'"))])
+def q4_transposed_W(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
+                    W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs only when W is square (query_size == key_size): otherwise the student's code cannot run either, and
+    q4.parameter_shape names this mistake from W's shape."""
+    scores = np.asarray(queries, np.float64) @ W.T @ np.asarray(keys, np.float64).transpose(0, 2, 1)
+    return attend(scores, values, valid_lens)

@@ -103,6 +103,14 @@ def test_the_recorded_training_figures_are_what_the_harness_measures() -> None:
     assert without["exact"] < checks.PASS_EXACT < with_attention["exact"] - 0.1
 
 
+@pytest.mark.parametrize("suffix", [".ipynb", ".py"])
+def test_the_assignment_states_the_measured_figures(suffix: str) -> None:
+    """Students read what a correct attention reaches, what the model without it reaches, and the pass mark."""
+    text = (ROOT / "assignments" / "practical10" / f"practical10{suffix}").read_text()
+    for figure in (f"{checks.REFERENCE_EXACT:.1%}", f"{checks.BASELINE_EXACT:.1%}", f"{checks.PASS_EXACT:.0%}"):
+        assert figure in text
+
+
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
     return grade_class(assignment="practical10", submissions_dir=SAMPLES,

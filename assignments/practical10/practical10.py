@@ -90,6 +90,10 @@ class DotProdAttention(nn.Module):
         raise NotImplementedError
 
 
+# Train the model without attention and with your DotProdAttention (5 epochs each, about 10 s in all on one core).
+# Measured on a 2-core machine (one thread): with a correct DotProdAttention the model reverses 99.4% of
+# the 500 validation strings exactly (99.9% of characters); without attention 53.4% (79.7%). The grader trains
+# your attention with the same harness and seed and passes the training check at 84% exact match.
 if __name__ == "__main__":
     from reversal import evaluate, plot_attention, train, translate, validation_strings
 

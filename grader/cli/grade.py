@@ -1,4 +1,4 @@
-"""Command line: a thin layer over the pipeline. ``grader grade ASSIGNMENT SUBMISSIONS --out OUT``."""
+"""``grader grade ASSIGNMENT SUBMISSIONS --out OUT``: grade every submission in a folder."""
 
 from __future__ import annotations
 
@@ -6,11 +6,8 @@ import argparse
 import os
 import resource
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from grader import __version__
-from grader.errors import GraderError
 from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import grade_class
@@ -62,10 +59,7 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="grader", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"grader {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+def register(commands: argparse._SubParsersAction) -> None:
     grade = commands.add_parser("grade", help="grade every submission in a folder")
     grade.add_argument("assignment", help="assignment name, a folder in solutions/")
     grade.add_argument("submissions", help="folder of <student>.ipynb, <student>.py or <student>/ submissions")
@@ -82,13 +76,3 @@ def build_parser() -> argparse.ArgumentParser:
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, even those unchanged since the last run into --out")
     grade.set_defaults(run=_grade)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.run(args)
-    except GraderError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return exc.exit_code

@@ -1,0 +1,35 @@
+"""Command line: a thin layer over the pipeline stages, one module per command (``grader grade ...``).
+
+Each command module has ``register(commands)``, which adds its subparser and sets ``run`` to a function of the
+parsed arguments returning the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from grader import __version__
+from grader.cli import grade
+from grader.errors import GraderError
+
+COMMANDS = (grade,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="grader", description="Auto-grader for attention-mechanism assignments")
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except GraderError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code

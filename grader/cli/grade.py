@@ -8,6 +8,7 @@ import resource
 import sys
 from pathlib import Path
 
+from grader.discover import LAYOUTS, detect_layout
 from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import grade_class
@@ -36,9 +37,10 @@ def _print_sandbox(mode: str) -> None:
 
 def _grade(args: argparse.Namespace) -> int:
     _print_sandbox(args.sandbox)
+    print(detect_layout(Path(args.submissions), args.layout).describe(Path(args.submissions)), flush=True)
     run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
                       jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device, force=args.force,
-                      limit_overrides=args.limit, sandbox=args.sandbox, progress=_print_progress,
+                      limit_overrides=args.limit, sandbox=args.sandbox, layout=args.layout, progress=_print_progress,
                       planned=_print_plan)
     graded = sum(1 for r in run.results if r.status == "graded")
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.results)}" \
@@ -73,6 +75,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     grade.add_argument("--sandbox", choices=isolation.MODES, default="auto",
                        help="isolation: auto (every layer this machine offers), require (refuse to grade without "
                             "the namespace layer), off (rlimits only, for debugging)")
+    grade.add_argument("--layout", choices=LAYOUTS, default="auto",
+                       help="how the submissions folder is laid out: auto (detected, the default), flat "
+                            "(<student>.ipynb, <student>.py or <student>/), nbgrader "
+                            "(submitted/<student>/<assignment>/), gradescope (an unpacked \"Download Submissions\" "
+                            "export, with submission_metadata.yml)")
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, even those unchanged since the last run into --out")
     grade.set_defaults(run=_grade)

@@ -1,4 +1,8 @@
-"""Find submissions: ``<student>.ipynb`` / ``<student>.py`` in the folder, or a folder ``<student>/`` holding one."""
+"""Find submissions in a flat folder: ``<student>.ipynb`` / ``<student>.py``, or a folder ``<student>/`` holding one.
+
+``choose_submission`` (one student's files to the one graded) and ``candidates`` are shared with the other layouts
+(nbgrader, Gradescope export: see ``layouts``).
+"""
 
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ def _kind(path: Path) -> str | None:
     return KINDS.get(path.suffix.lower())
 
 
-def _mtime(path: Path) -> datetime:
+def modified_at(path: Path) -> datetime:
     try:
         seconds = path.stat().st_mtime
     except OSError:  # a broken link: its own time
@@ -44,7 +48,7 @@ def _mtime(path: Path) -> datetime:
     return datetime.fromtimestamp(seconds, tz=UTC)
 
 
-def _link_problem(path: Path, shown: str, root: Path) -> str:
+def link_problem(path: Path, shown: str, root: Path) -> str:
     """Why the grader will not follow ``path`` (a broken link, a loop, a link out of ``root``), or ""."""
     kind = _kind(path)
     submit = f"submit your {WHAT[kind]} itself" if kind else "submit your files themselves"
@@ -64,7 +68,7 @@ def _link_problem(path: Path, shown: str, root: Path) -> str:
 
 def _problem(path: Path, shown: str, root: Path) -> str:
     """Why ``path`` is not a plain file inside ``root`` that the grader may read, or ""; ``shown`` names it."""
-    if problem := _link_problem(path, shown, root):
+    if problem := link_problem(path, shown, root):
         return problem
     what = WHAT[_kind(path) or "python"]
     try:
@@ -78,7 +82,8 @@ def _problem(path: Path, shown: str, root: Path) -> str:
     return ""
 
 
-def _candidates(folder: Path) -> list[Path]:
+def candidates(folder: Path) -> list[Path]:
+    """The notebooks and .py files anywhere under ``folder`` (checkpoints, caches and hidden files left out)."""
     found = []
     for path in sorted(folder.rglob("*")):  # rglob does not descend into linked folders
         parts = path.relative_to(folder).parts
@@ -89,7 +94,7 @@ def _candidates(folder: Path) -> list[Path]:
     return found
 
 
-def discover(directory: Path) -> tuple[list[Submission], list[Skipped]]:
+def discover_flat(directory: Path) -> tuple[list[Submission], list[Skipped]]:
     """Every submission in ``directory``, one per student (the newest readable file when a student has several)."""
     if not directory.is_dir():
         raise ConfigurationError(f"submissions folder {directory} does not exist")
@@ -99,10 +104,10 @@ def discover(directory: Path) -> tuple[list[Submission], list[Skipped]]:
     for entry in sorted(directory.iterdir()):
         if entry.name.startswith(".") or entry.name in IGNORED_DIRS or entry.name.lower() == "readme.md":
             continue
-        if entry.is_dir() and not _link_problem(entry, entry.name, root):
+        if entry.is_dir() and not link_problem(entry, entry.name, root):
             # A folder named like a file (bob.ipynb/) belongs to its stem; empty, it is that student's broken file.
             student = entry.stem if _kind(entry) else entry.name
-            files = _candidates(entry)
+            files = candidates(entry)
             if files:
                 by_student.setdefault(student, []).extend(files)
             elif _kind(entry):
@@ -113,19 +118,27 @@ def discover(directory: Path) -> tuple[list[Submission], list[Skipped]]:
             by_student.setdefault(entry.stem if _kind(entry) else entry.name, []).append(entry)
         else:
             skipped.append(Skipped(entry, f"not a notebook or Python file ({entry.suffix or 'no extension'})"))
-    submissions = []
-    for student, files in sorted(by_student.items()):
-        problems = {p: _problem(p, str(p.relative_to(directory)), root) for p in files}
-        # Readable files first, then the newest; a notebook wins a tie with a .py.
-        files.sort(key=lambda p: (not problems[p], _mtime(p), _kind(p) == "notebook", p.name))
-        chosen = files[-1]
-        notes: tuple[str, ...] = ()
-        if len(files) > 1:
-            others = ", ".join(str(p.relative_to(directory)) for p in files[:-1])
-            newest = _mtime(chosen) == max(_mtime(p) for p in files)
-            which = "the newest" if newest else "the newest one that can be read"
-            notes = (f"{len(files)} files found for {student}; graded {which}, "
-                     f"{chosen.relative_to(directory)} (not {others})",)
-        submissions.append(Submission(student, chosen, _kind(chosen) or "python", _mtime(chosen), notes,
-                                      problems[chosen]))
+    submissions = [choose_submission(student, files, directory=directory)
+                   for student, files in sorted(by_student.items())]
     return submissions, skipped
+
+
+def choose_submission(student: str, files: list[Path], *, directory: Path, submitted_at: datetime | None = None,
+                      notes: tuple[str, ...] = ()) -> Submission:
+    """The one of ``files`` (a student's, under ``directory``) that is graded, with a note when there were several.
+
+    ``submitted_at`` is the time an export's metadata gives; without one, the chosen file's modification time.
+    """
+    root = directory.resolve()
+    problems = {p: _problem(p, str(p.relative_to(directory)), root) for p in files}
+    # Readable files first, then the newest; a notebook wins a tie with a .py.
+    files = sorted(files, key=lambda p: (not problems[p], modified_at(p), _kind(p) == "notebook", p.name))
+    chosen = files[-1]
+    if len(files) > 1:
+        others = ", ".join(str(p.relative_to(directory)) for p in files[:-1])
+        newest = modified_at(chosen) == max(modified_at(p) for p in files)
+        which = "the newest" if newest else "the newest one that can be read"
+        notes = (*notes, f"{len(files)} files found for {student}; graded {which}, "
+                         f"{chosen.relative_to(directory)} (not {others})")
+    return Submission(student, chosen, _kind(chosen) or "python", submitted_at or modified_at(chosen), notes,
+                      problems[chosen])

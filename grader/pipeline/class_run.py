@@ -28,7 +28,7 @@ from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import plan_resume
 from grader.pipeline.submission_run import grade_submission, unrun_questions
-from grader.record import Gradebook, gradescope_results, write_grades_csv, write_text_atomic
+from grader.record import Gradebook, gradescope_results, write_grades_csv, write_lms_csv, write_text_atomic
 from grader.record.atomic import remove_partial_writes
 from grader.record.output_lock import output_lock
 from grader.report import render_dashboard, render_instructor_report, render_student_report
@@ -115,17 +115,18 @@ def _write_student(out_dir: Path, result: SubmissionResult, title: str,
 
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
-                limit_overrides: Sequence[str] = (), sandbox: str = "auto",
+                limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None) -> ClassRun:
     """Grade every submission in ``submissions_dir`` into ``out_dir``.
 
     ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
-    isolation mode (auto, require, off; see grader.execute.isolation).
+    isolation mode (auto, require, off; see grader.execute.isolation); ``layout`` the submissions folder's (auto,
+    flat, nbgrader, gradescope; see grader.discover.layouts).
     """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
     limits = spec.limits.with_overrides(limit_overrides)
     layers = isolation.detect(sandbox)
-    submissions, skipped = discover(submissions_dir)
+    submissions, skipped = discover(submissions_dir, layout=layout, assignment=spec.name)
     with output_lock(out_dir):
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
                              device=device, force=force, limits=limits, layers=layers, progress=progress,
@@ -167,6 +168,7 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
                     progress(result, len(graded), len(plan.to_grade))
     results = sorted([*graded, *plan.reused], key=lambda r: r.student)
     write_grades_csv(out_dir / "grades.csv", results)
+    write_lms_csv(out_dir / "lms.csv", results)
     max_score = sum(c.points for c in spec.checks)
     started = time.perf_counter()
     dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score)

@@ -1,8 +1,9 @@
-"""Record stage: results.json (Gradescope format), the SQLite gradebook and grades.csv."""
+"""Record stage: results.json (Gradescope format), the SQLite gradebook, grades.csv and lms.csv."""
 
 from grader.record.atomic import write_text_atomic
 from grader.record.gradebook import Gradebook
 from grader.record.grades_csv import write_grades_csv
 from grader.record.gradescope import gradescope_results
+from grader.record.lms_csv import write_lms_csv
 
-__all__ = ["Gradebook", "gradescope_results", "write_grades_csv", "write_text_atomic"]
+__all__ = ["Gradebook", "gradescope_results", "write_grades_csv", "write_lms_csv", "write_text_atomic"]

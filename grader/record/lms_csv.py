@@ -1,0 +1,33 @@
+"""lms.csv: the gradebook as an LMS imports it, one row per student: ``student_id,score,out_of``.
+
+The layout is Moodle's CSV grade import (Grades > Import > CSV file): one column identifies the user (mapped to
+Moodle's ID number, e-mail address or username, whichever the student ids are), one holds the grade (mapped to the
+assignment's grade item), and ``out_of`` (mapped to "Ignore") says what the grade item's maximum must be. Numbers are
+plain decimals with a point, as Moodle reads them. grades.csv keeps the per-question detail; this file holds only
+what an LMS takes.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+from grader.record.atomic import write_text_atomic
+from grader.results import SubmissionResult
+
+HEADER = ("student_id", "score", "out_of")
+
+
+def _number(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".")  # 87.5, 100, 33.3333: never an exponent
+
+
+def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> None:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(HEADER)
+    for result in sorted(results, key=lambda r: r.student):
+        writer.writerow([result.student, _number(result.score), _number(result.max_score)])
+    write_text_atomic(path, buffer.getvalue())

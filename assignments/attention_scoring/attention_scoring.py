@@ -50,10 +50,10 @@ Different scoring functions give different attention mechanisms. You will write:
   plotting calls are ignored there. Do not depend on `d2l` for anything else:
   write your code with PyTorch only.
 
-This file is the Python version of attention_scoring.ipynb, with the same
-contents: the instructions are in this docstring and in the comments of the
-`# %% [markdown]` cells, and the examples run under `if __name__ == "__main__":`
-(run `python attention_scoring.py`).
+This file is the Python version of attention_scoring.ipynb, with the same contents: the instructions
+are in this docstring and in the comments of the `# %% [markdown]` cells, and the examples run under
+`if __name__ == "__main__":` (run `python attention_scoring.py`). When you are done, check your work
+with `grader check attention_scoring.py` (see the end of this file).
 """
 
 
@@ -405,3 +405,14 @@ _Write your answer here._
 ANSWER_EX3 = """
 _Write your answer here._
 """
+
+
+# %% [markdown]
+# ## Check your work
+#
+# In a terminal, in this file's folder, run `grader check attention_scoring.py` (with the name you
+# gave this file, if you renamed it). It runs the assignment's public checks on your work in the
+# grader's sandbox, with the same inputs as when your instructor grades it, and prints each question's
+# result, what failed and the likely cause, and where your report (an HTML page) is. Hidden checks, on
+# other inputs, also count towards your grade: only your instructor runs them. The grader does not run
+# the check when it grades your work.

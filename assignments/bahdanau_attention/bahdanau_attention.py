@@ -27,9 +27,10 @@ one piece:
   an `(n, hidden_dim)` tensor runs out.
 - Warnings and printed output never cost points; plotting calls are ignored by the grader.
 
-This file is the Python version of bahdanau_attention.ipynb, with the same contents:
-the instructions are in the comments of the `# %% [markdown]` cells, and the examples run under
-`if __name__ == "__main__":` (run `python bahdanau_attention.py`).
+This file is the Python version of bahdanau_attention.ipynb, with the same contents: the
+instructions are in this docstring and in the comments of the `# %% [markdown]` cells, and the
+examples run under `if __name__ == "__main__":` (run `python bahdanau_attention.py`). When you are
+done, check your work with `grader check bahdanau_attention.py` (see the end of this file).
 """
 
 
@@ -75,9 +76,11 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, input_dim, hidden_dim):
         super().__init__()
+        # YOUR CODE HERE
         raise NotImplementedError
 
     def forward(self, query, key, value):
+        # YOUR CODE HERE
         raise NotImplementedError
 
 
@@ -112,9 +115,11 @@ class MultiHeadAdditiveAttention(nn.Module):
 
     def __init__(self, input_dim, hidden_dim, num_heads):
         super().__init__()
+        # YOUR CODE HERE
         raise NotImplementedError
 
     def forward(self, query, key, value):
+        # YOUR CODE HERE
         raise NotImplementedError
 
 
@@ -144,6 +149,7 @@ if __name__ == "__main__":
 # %%
 def chunked_additive_attention(attention, query, key, value, chunk_size):
     """attention(query, key, value), computed over chunks of chunk_size keys with an online softmax."""
+    # YOUR CODE HERE
     raise NotImplementedError
 
 
@@ -153,3 +159,14 @@ if __name__ == "__main__":
     expected_sum, expected_weights = attention(query, long_key, long_value)
     got_sum, got_weights = chunked_additive_attention(attention, query, long_key, long_value, chunk_size=64)
     print(torch.allclose(got_sum, expected_sum, atol=1e-5), torch.allclose(got_weights, expected_weights, atol=1e-6))
+
+
+# %% [markdown]
+# ## Check your work
+#
+# In a terminal, in this file's folder, run `grader check bahdanau_attention.py` (with the name you
+# gave this file, if you renamed it). It runs the assignment's public checks on your work in the
+# grader's sandbox, with the same inputs as when your instructor grades it, and prints each question's
+# result, what failed and the likely cause, and where your report (an HTML page) is. Hidden checks, on
+# other inputs, also count towards your grade: only your instructor runs them. The grader does not run
+# the check when it grades your work.

@@ -1,4 +1,4 @@
-r"""# The Keras `AdditiveAttention` layer, in PyTorch
+"""# The Keras `AdditiveAttention` layer, in PyTorch
 
 Keras ships a Bahdanau-style attention layer, `keras.layers.AdditiveAttention`
 (<https://keras.io/api/layers/attention_layers/additive_attention/>). You port its exact semantics to PyTorch, so
@@ -31,9 +31,11 @@ With `query` of shape `(batch, Tq, dim)`, `value` and `key` of shape `(batch, Tv
   a mistake with `scale` costs points in q1 only.
 - Warnings and printed output never cost points.
 
-This file is the Python version of keras_additive_attention.ipynb, with the same contents:
-the instructions are in the comments of the `# %% [markdown]` cells, and the examples run under
-`if __name__ == "__main__":` (run `python keras_additive_attention.py`).
+This file is the Python version of keras_additive_attention.ipynb, with the same contents: the
+instructions are in this docstring and in the comments of the `# %% [markdown]` cells, and the
+examples run under `if __name__ == "__main__":` (run `python keras_additive_attention.py`). When you
+are done, check your work with `grader check keras_additive_attention.py` (see the end of this
+file).
 """
 
 
@@ -60,9 +62,11 @@ class KerasAdditiveAttention(nn.Module):
 
     def __init__(self, dim, use_scale=True, causal=False, dropout=0.0):
         super().__init__()
+        # YOUR CODE HERE
         raise NotImplementedError
 
     def forward(self, query, value, key=None, query_mask=None, value_mask=None, return_attention_scores=False):
+        # YOUR CODE HERE
         raise NotImplementedError
 
 
@@ -91,3 +95,14 @@ if __name__ == "__main__":
 
     causal = KerasAdditiveAttention(dim=4, causal=True).eval()
     print(causal(query, torch.randn(2, 3, 4), return_attention_scores=True)[1][0])  # lower triangular
+
+
+# %% [markdown]
+# ## Check your work
+#
+# In a terminal, in this file's folder, run `grader check keras_additive_attention.py` (with the name
+# you gave this file, if you renamed it). It runs the assignment's public checks on your work in the
+# grader's sandbox, with the same inputs as when your instructor grades it, and prints each question's
+# result, what failed and the likely cause, and where your report (an HTML page) is. Hidden checks, on
+# other inputs, also count towards your grade: only your instructor runs them. The grader does not run
+# the check when it grades your work.

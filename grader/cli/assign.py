@@ -1,0 +1,59 @@
+"""``grader assign [ASSIGNMENT ...] [--check]``: write the student templates from the solution notebooks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source, write_templates
+from grader.errors import ConfigurationError
+from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+def _assign(args: argparse.Namespace) -> int:
+    solutions, assignments = Path(args.solutions), Path(args.out)
+    names = args.assignment or with_solution_source(solutions)
+    if not names:
+        raise ConfigurationError(f"no assignment in {solutions} has a {SOLUTION_SOURCE}")
+    if args.check:
+        stale = [path for name in names for path in stale_templates(name, solutions_dir=solutions,
+                                                                      assignments_dir=assignments)]
+        for path in stale:
+            print(f"{'out of date' if path.exists() else 'missing'}: {_shown(path)}", file=sys.stderr)
+        if stale:
+            command = " ".join(["grader assign", *args.assignment])
+            print(f"error: {len(stale)} template(s) differ from what {SOLUTION_SOURCE} gives: run `{command}` and "
+                  "commit the result", file=sys.stderr)
+            return 1
+        print(f"Templates up to date: {', '.join(names)}")
+        return 0
+    for name in names:
+        written = write_templates(name, solutions_dir=solutions, assignments_dir=assignments)
+        source = _shown(solutions / name / SOLUTION_SOURCE)
+        if written:
+            print(f"{name}: wrote {', '.join(_shown(p) for p in written)} from {source}")
+        else:
+            print(f"{name}: templates already up to date with {source}")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    assign = commands.add_parser(
+        "assign", help="write the student templates (notebook and .py) from each solution notebook",
+        description=f"Write assignments/<name>/<name>.ipynb and <name>.py from solutions/<name>/{SOLUTION_SOURCE}: "
+                    "the lines between ### BEGIN SOLUTION and ### END SOLUTION become `raise NotImplementedError` "
+                    "(code) or the answer placeholder (markdown).")
+    assign.add_argument("assignment", nargs="*",
+                        help=f"assignment names (default: every assignment with a {SOLUTION_SOURCE})")
+    assign.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when a template is missing or differs from what its solution "
+                             "gives (for CI)")
+    assign.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
+    assign.add_argument("--out", default=str(ASSIGNMENTS_DIR),
+                        help="folder holding what students get, one folder per assignment")
+    assign.set_defaults(run=_assign)

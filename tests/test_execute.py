@@ -124,7 +124,8 @@ def test_a_call_past_its_time_limit_kills_the_whole_process_group() -> None:
                 pass
     """
     with loaded(source) as (process, _):
-        pgid = process.popen.pid
+        pgid = process.pid
+        assert pgid is not None
         started = time.monotonic()
         with pytest.raises(CallTimedOut, match=r"no answer within the time limit \(2 s\)"), question(process) as code:
             code.function("spin")()
@@ -210,7 +211,8 @@ def test_a_submission_that_ignores_the_cell_alarm_hits_the_submission_limit() ->
 def test_killing_the_process_leaves_nothing_running() -> None:
     source = "import subprocess, sys\nchild = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])"
     with loaded(source) as (process, _):
-        pgid = process.popen.pid
+        pgid = process.pid
+        assert pgid is not None
     assert group_is_gone(pgid)
 
 
@@ -257,12 +259,12 @@ def test_the_user_namespace_layer_used_when_the_grader_is_not_root() -> None:
 
     sandbox = isolation.detect("require")
     flags = (*isolation.BWRAP_NAMESPACES, *isolation.BWRAP_COMMON, *isolation.USER_NS, "--disable-userns")
-    user_ns = dataclasses.replace(sandbox, bwrap_flags=flags, setpriv=None)
+    user_ns = dataclasses.replace(sandbox, bwrap_flags=flags, student_uid=None)
     grader_dir = Path(isolation.__file__).parents[1]
     source = f"import os\ndef probe():\n    return [os.getuid(), os.path.exists({str(grader_dir)!r}), os.getppid()]\n"
     with loaded(source, sandbox=user_ns) as (process, units), question(process) as code:
         assert units[0].status == "ok" and process.hello["uid"] == 65534
-        # pid 2 is the loaded submission (pid 1 is bubblewrap's init), the question's fork its child: the grader
-        # is not in this pid namespace at all.
-        assert [item.value for item in code.function("probe")().items] == [65534, False, 2]
+        # pid 2 is the warm worker (pid 1 is bubblewrap's init), pid 3 the loaded submission it forked, the
+        # question's fork its child: the grader is not in this pid namespace at all.
+        assert [item.value for item in code.function("probe")().items] == [65534, False, 3]
     assert "in a user namespace" in user_ns.describe()

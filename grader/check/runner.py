@@ -23,6 +23,7 @@ from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
 from grader.execute.student import ReplayedCode, ReplayExhausted, StudentCode
+from grader.execute.workers import Worker
 from grader.results import (
     CRASHED,
     ERROR,
@@ -66,13 +67,14 @@ def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
 
 class SubmissionRunner:
     def __init__(self, *, assignment: Assignment, student: str, program: Program, limits: Limits,
-                 device: str = "cpu", sandbox: Sandbox | None = None) -> None:
+                 device: str = "cpu", sandbox: Sandbox | None = None, worker: Worker | None = None) -> None:
         self.assignment = assignment
         self.student = student
         self.program = program
         self.limits = limits
         self.device = device
         self.sandbox = sandbox
+        self.worker = worker  # the warm worker that forks the student's process (each restart too)
         self.deadline = time.monotonic() + limits.submission_seconds
         self.process: StudentProcess | None = None
         self.units: list[LoadedUnit] = []
@@ -91,7 +93,7 @@ class SubmissionRunner:
         while True:
             self.close()
             self.process = StudentProcess(limits=self.limits, deadline=self.deadline, sandbox=self.sandbox,
-                                          device=self.device)
+                                          device=self.device, worker=self.worker)
             self.hello = self.process.start()
             try:
                 units = self.process.load(units=self.program.wire_units(), module_name=self.program.module_name,

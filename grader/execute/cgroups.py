@@ -85,10 +85,10 @@ class Cgroup:
             elif controller == "pids":
                 (path / "pids.max").write_text(str(processes))
 
-    @property
-    def procs_files(self) -> list[str]:
-        """Where the launcher writes its own pid before it becomes the student's process."""
-        return [str(p / "cgroup.procs") for p in self.paths]
+    def join(self, pid: int) -> None:
+        """Move process ``pid`` into the groups (before it starts any process of its own)."""
+        for path in self.paths:
+            (path / "cgroup.procs").write_text(str(pid))
 
     def pids(self) -> set[int]:
         found: set[int] = set()

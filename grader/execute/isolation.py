@@ -1,11 +1,12 @@
 """The layers around a student's process, chosen once per run from what this machine offers.
 
-* bubblewrap (Linux): new pid, network, mount, IPC and UTS namespaces; only the Python installation and the child
-  runtime are visible (read-only, the root too); a private tmpfs for /tmp; no network at all (its loopback is its
-  own); the whole pid namespace dies with the grader or when it is killed. Run by root, the student's process
-  becomes uid 65534 for real (setpriv, after bubblewrap has set up the mounts) with no capabilities, an empty
-  bounding set and no_new_privs; run by anyone else, it gets a user namespace (uid 65534 inside, no capabilities,
-  no nested user namespaces).
+* bubblewrap (Linux): new pid, network, mount, IPC and UTS namespaces around each warm worker (a zygote that forks
+  the students' processes, see workers.py); only the Python installation and the child runtime are visible
+  (read-only, the root too); a private tmpfs for /tmp; no network at all (its loopback is its own); the whole pid
+  namespace dies with the grader or when it is killed. Run by root, the zygote is uid 0 inside with only the
+  capabilities to switch uids, and each student process it forks becomes uid 65534 for real with no capabilities,
+  an empty bounding set and no_new_privs (child/privileges.py, checked before any student code runs); run by anyone
+  else, the worker gets a user namespace (uid 65534 inside, no capabilities, no nested user namespaces).
 * cgroup v1 memory and pids groups (see cgroups.py): memory and process count for the submission as a whole.
 * rlimits, everywhere: address space, CPU time, file size, open files, no core dumps (and the process count
   where no pids cgroup exists and the grader does not run as root).
@@ -17,6 +18,7 @@ namespace layer; ``off`` keeps only rlimits and process groups (for debugging a 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import platform
 import shutil
@@ -36,11 +38,9 @@ SANDBOX_CHILD_DIR = "/grader-child"
 SANDBOX_UID = 65534  # "nobody" inside the user namespace
 BWRAP_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
 BWRAP_COMMON = ("--die-with-parent", "--new-session")
-# Run by root, bubblewrap sets up the sandbox with privileges, keeps only what setpriv needs to become uid 65534
-# for real (outside the sandbox too), and setpriv drops those before Python starts.
+# Run by root, bubblewrap sets up the sandbox with privileges and keeps for the zygote only what it needs to make each
+# student process uid 65534 for real (outside the sandbox too); the fork drops those before any student code runs.
 ROOT_CAPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
-SETPRIV = ("--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_UID), "--clear-groups", "--inh-caps=-all",
-           "--bounding-set=-all", "--no-new-privs")
 # Anyone else gets a user namespace: uid 65534 inside, their own uid (without capabilities) outside.
 USER_NS = ("--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL")
 
@@ -50,7 +50,7 @@ class Sandbox:
     mode: str
     bwrap: str | None = None  # path of a bubblewrap that works here
     bwrap_flags: tuple[str, ...] = ()
-    setpriv: str | None = None  # set when the grader runs as root: the student's uid is 65534 outside too
+    student_uid: int | None = None  # set when the grader runs as root: the student's uid is 65534 outside too
     seccomp: bool = False  # bubblewrap loads grader/execute/seccomp.py's filter
     cgroups: cgroups.CgroupSupport | None = None
     missing: tuple[str, ...] = ()  # layers that could not be used, each with the reason
@@ -60,8 +60,8 @@ class Sandbox:
     def layers(self) -> tuple[str, ...]:
         active = []
         if self.bwrap:
-            user = (f"uid {SANDBOX_UID}" if self.setpriv else f"uid {SANDBOX_UID} in a user namespace")
-            active += [f"namespaces (bubblewrap: pid, mount, ipc, uts{'' if self.setpriv else ', user'})",
+            user = (f"uid {SANDBOX_UID}" if self.student_uid else f"uid {SANDBOX_UID} in a user namespace")
+            active += [f"namespaces (bubblewrap: pid, mount, ipc, uts{'' if self.student_uid else ', user'})",
                        "no network", "private filesystem view", user, "no capabilities"]
             if self.seccomp:
                 active.append("seccomp (no namespaces, mounts, ptrace, keyrings, BPF)")
@@ -84,33 +84,29 @@ class Sandbox:
         parts += [f"cgroup-{c}" for c in self.cgroups.controllers] if self.cgroups else []
         return ", ".join([*parts, "rlimits"])
 
-    # ----- starting a process ----------------------------------------------------------------------------------
-    def command(self, child_args: list[str], *, env: dict[str, str], device: str, limits: Limits,
-                procs_files: list[str], seccomp_fd: int | None = None) -> list[str]:
-        """The argv that starts the child runtime with ``child_args`` inside every active layer.
+    # ----- starting a warm worker ------------------------------------------------------------------------------
+    def settings(self) -> dict[str, object]:
+        """What the zygote needs to know about the layers around it (child/zygote.py)."""
+        return {"student_uid": self.student_uid if self.bwrap else None, "namespaced": bool(self.bwrap),
+                "seccomp": self.seccomp, "die_with_parent": not self.bwrap}
+
+    def command(self, control_fd: int, *, env: dict[str, str], device: str, limits: Limits,
+                seccomp_fd: int | None = None) -> list[str]:
+        """The argv that starts a zygote (child/zygote.py) on ``control_fd`` inside every active layer.
 
         ``seccomp_fd`` (from seccomp.program_fd(), passed to the process) is required when ``self.seccomp``.
         """
-        if self.bwrap:
-            inner = [sys.executable, "-s", "-P", f"{SANDBOX_CHILD_DIR}/main.py", *child_args]
-            if self.setpriv:
-                inner = [self.setpriv, *SETPRIV, "--", *inner]
-            argv = [self.bwrap, *self.bwrap_flags, *self._mounts(device, limits), "--chdir", "/tmp", "--clearenv"]
-            if self.seccomp:
-                if seccomp_fd is None:
-                    raise ValueError("this sandbox loads a seccomp filter: pass its file descriptor")
-                argv += ["--seccomp", str(seccomp_fd)]
-            for key, value in env.items():
-                argv += ["--setenv", key, value]
-            argv += ["--", *inner]
-        else:
-            argv = [sys.executable, "-s", "-P", str(CHILD_DIR / "main.py"), *child_args]
-        if procs_files:
-            # The launcher joins the groups and then becomes the process, so nothing runs outside them.
-            joins = " && ".join(f'echo $$ > "${i + 1}"' for i in range(len(procs_files)))
-            argv = ["/bin/sh", "-c", f'{joins} && shift {len(procs_files)} && exec "$@"', "grader-launch",
-                    *procs_files, *argv]
-        return argv
+        child_args = [str(control_fd), json.dumps(self.settings())]
+        if not self.bwrap:
+            return [sys.executable, "-s", "-P", str(CHILD_DIR / "zygote.py"), *child_args]
+        argv = [self.bwrap, *self.bwrap_flags, *self._mounts(device, limits), "--chdir", "/tmp", "--clearenv"]
+        if self.seccomp:
+            if seccomp_fd is None:
+                raise ValueError("this sandbox loads a seccomp filter: pass its file descriptor")
+            argv += ["--seccomp", str(seccomp_fd)]
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        return [*argv, "--", sys.executable, "-s", "-P", f"{SANDBOX_CHILD_DIR}/zygote.py", *child_args]
 
     def _mounts(self, device: str, limits: Limits) -> list[str]:
         mounts: list[str] = []
@@ -201,7 +197,7 @@ def detect(mode: str = "auto") -> Sandbox:
     if mode not in MODES:
         raise ConfigurationError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}")
     missing: list[str] = []
-    bwrap_path, flags, setpriv, use_seccomp = None, (), None, False
+    bwrap_path, flags, student_uid, use_seccomp = None, (), None, False
     if mode == "off":
         missing.append("namespaces and cgroups (turned off with --sandbox off)")
     elif not sys.platform.startswith("linux"):
@@ -213,23 +209,20 @@ def detect(mode: str = "auto") -> Sandbox:
             missing.append("namespaces: bubblewrap is not installed (apt-get install bubblewrap); student code can "
                            "read files your user can read, use the network and signal your processes")
         else:
-            setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
             candidates = []
-            if setpriv:
-                candidates.append(((*BWRAP_NAMESPACES, *BWRAP_COMMON, *ROOT_CAPS, "--hostname", "sandbox"),
-                                   [setpriv, *SETPRIV, "--", "/bin/true"]))
+            if os.geteuid() == 0:
+                candidates.append((*BWRAP_NAMESPACES, *BWRAP_COMMON, *ROOT_CAPS, "--hostname", "sandbox"))
             user_ns = (*BWRAP_NAMESPACES, *BWRAP_COMMON, *USER_NS, "--hostname", "sandbox")
             # --disable-userns (no nested user namespaces) needs bubblewrap >= 0.8.
-            candidates += [((*user_ns, "--disable-userns"), ["/bin/true"]), (user_ns, ["/bin/true"])]
+            candidates += [(*user_ns, "--disable-userns"), user_ns]
             problem, chosen = "", ["/bin/true"]
-            for candidate, command in candidates:
-                problem = _probe_bwrap(found, candidate, command)
+            for candidate in candidates:
+                problem = _probe_bwrap(found, candidate, chosen)
                 if not problem:
-                    bwrap_path, flags, chosen = found, candidate, command
-                    setpriv = setpriv if command[0] == setpriv else None
+                    bwrap_path, flags = found, candidate
+                    student_uid = SANDBOX_UID if "--unshare-user" not in candidate else None
                     break
             if problem:
-                setpriv = None
                 missing.append(f"namespaces: bubblewrap cannot create them here ({problem[:200]})")
             elif not seccomp.supported():
                 missing.append(f"seccomp: the grader's filter is written for x86-64, not {platform.machine()}")
@@ -245,7 +238,7 @@ def detect(mode: str = "auto") -> Sandbox:
             missing.append(f"cgroups: {why}")
     if mode == "require" and bwrap_path is None:
         raise ConfigurationError("--sandbox require: " + "; ".join(missing))
-    return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, setpriv=setpriv, seccomp=use_seccomp,
+    return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, student_uid=student_uid, seccomp=use_seccomp,
                    cgroups=support,
                    missing=tuple(missing),
                    python_roots=_python_roots() if bwrap_path else ())

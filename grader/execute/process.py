@@ -1,34 +1,35 @@
 """The student's process, seen from the grader: start it, load the program, fork it per question, kill it.
 
-Every read has a deadline (per call and per submission). Whatever the process does, the grader gets back a
-reply, a ``CallTimedOut`` or a ``ProcessDied``; on either of the last two the whole process group is killed.
+The process is forked by a warm worker (workers.py), the pool's or one of its own. Every read has a deadline (per
+call and per submission). Whatever the process does, the grader gets back a reply, a ``CallTimedOut`` or a
+``ProcessDied``; on either of the last two everything the process started is killed.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import select
 import signal
-import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
 from grader.errors import CallTimedOut, InfrastructureError, ProcessDied
-from grader.execute import isolation, seccomp
+from grader.execute import isolation
 from grader.execute.cgroups import Cgroup
 from grader.execute.child import wire
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
+from grader.execute.workers import STARTUP_SECONDS, Forked, Worker, WorkerLost
 
-STARTUP_SECONDS = 60.0  # importing torch in a fresh interpreter; generous for a loaded laptop
+HELLO_SECONDS = 20.0  # a fork answers in milliseconds; a loaded machine may take longer
 UNIT_MARGIN_SECONDS = 5.0
+EXIT_SECONDS = 2.0  # how long to wait for the zygote to report how a process ended
 
 
 @dataclass(frozen=True)
@@ -50,24 +51,6 @@ class QuestionOutput:
     stdout: str
     stderr: str
     dropped: int
-
-
-def _child_env(home: str) -> dict[str, str]:
-    return {
-        "PATH": os.defpath,
-        "HOME": home,
-        "TMPDIR": home,
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",  # set iteration order, so a rerun gives the same results
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "MPLBACKEND": "Agg",
-        # A fixed threshold: large blocks always come from mmap and go back to the system when freed. glibc's
-        # default raises the threshold after a free, and a loop of large temporaries then grows the heap without
-        # bound, which would make memory budgets (and memory limits) depend on the allocator's history.
-        "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
-    }
 
 
 class LoadInterrupted(Exception):
@@ -102,16 +85,23 @@ class _RawOutput:
 
 
 class StudentProcess:
-    """One running submission. Use as a context manager so every process it started is always killed."""
+    """One running submission. Use as a context manager so every process it started is always killed.
+
+    ``worker`` is the warm worker that forks it (a pool's); without one, the process starts a worker of its own,
+    which costs a fresh interpreter, and stops it when it is killed."""
 
     def __init__(self, *, limits: Limits, deadline: float, sandbox: Sandbox | None = None,
-                 device: str = "cpu") -> None:
+                 device: str = "cpu", worker: Worker | None = None) -> None:
         self.limits = limits
         self.deadline = deadline
-        self.sandbox = sandbox if sandbox is not None else isolation.detect("auto")
+        self.sandbox = worker.sandbox if worker is not None else \
+            sandbox if sandbox is not None else isolation.detect("auto")
         self.device = device
-        self.popen: subprocess.Popen[bytes] | None = None
+        self._own_worker = worker is None
+        self.worker = worker if worker is not None else Worker(sandbox=self.sandbox, device=device, limits=limits)
         self.hello: dict[str, Any] = {}
+        self._child: Forked | None = None
+        self._exit_code: int | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._cgroup: Cgroup | None = None
         self._raw: _RawOutput | None = None
@@ -119,51 +109,41 @@ class StudentProcess:
         self._from_child = -1
         self._oom = False
 
+    @property
+    def pid(self) -> int | None:
+        """The process's pid on this machine (also its process group's), when known."""
+        return self._child.host_pid if self._child is not None else None
+
     # ----- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
         sandbox = self.sandbox
-        if sandbox.bwrap:
-            home, cwd = "/tmp", "/"  # a private tmpfs inside the sandbox; nothing on this machine's disk
-        else:
+        home = None  # the worker sandbox's private /tmp
+        if not sandbox.bwrap:
             self._scratch = tempfile.TemporaryDirectory(prefix="grader-scratch-")
-            home = cwd = self._scratch.name
+            home = self._scratch.name
         rlimits: dict[str, int | None] = {**self.limits.rlimits(),
                                            "processes": isolation.nproc_limit(self.limits, sandbox)}
-        child_read, grader_write = os.pipe()
-        grader_read, child_write = os.pipe()
-        filter_fd = seccomp.program_fd() if sandbox.seccomp else None
-        passed = (child_read, child_write) if filter_fd is None else (child_read, child_write, filter_fd)
         try:
+            if not self.worker.alive:
+                self.worker.start(min(STARTUP_SECONDS, max(self._remaining(), 1.0)))
             if sandbox.cgroups:
                 self._cgroup = Cgroup(sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
                                       processes=self.limits.processes)
-            env = _child_env(home)
-            argv = sandbox.command([str(child_read), str(child_write), json.dumps(rlimits)], env=env,
-                                   device=self.device, limits=self.limits,
-                                   procs_files=self._cgroup.procs_files if self._cgroup else [],
-                                   seccomp_fd=filter_fd)
-            self.popen = subprocess.Popen(
-                argv,
-                pass_fds=passed,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,  # its own process group, so one killpg ends everything it started
-            )
-        except OSError as exc:
-            for fd in (grader_read, grader_write):
-                os.close(fd)
+            self._child = self.worker.fork(rlimits=rlimits, home=home)
+            if self._cgroup is not None:
+                if self._child.host_pid is None:
+                    raise InfrastructureError("cannot find the student's process to put it in its cgroup")
+                # Before it is asked to load anything: it runs no student code, and so starts no process, until then.
+                self._cgroup.join(self._child.host_pid)
+        except (WorkerLost, OSError) as exc:
             self.kill()
             raise InfrastructureError(f"cannot start the student's process: {exc}") from exc
-        finally:
-            for fd in passed:  # the child holds its copies now
-                os.close(fd)
-        assert self.popen.stdout is not None
-        self._raw = _RawOutput(self.popen.stdout, self.limits.raw_output_bytes)
-        self._to_child, self._from_child = grader_write, grader_read
-        header, _ = self._receive(min(STARTUP_SECONDS, self._remaining()), waiting_for="start-up")
+        except InfrastructureError:
+            self.kill()
+            raise
+        self._raw = _RawOutput(self._child.output, self.limits.raw_output_bytes)
+        self._to_child, self._from_child = self._child.to_child, self._child.from_child
+        header, _ = self._receive(min(HELLO_SECONDS, self._remaining()), waiting_for="start-up")
         if header.get("op") != "hello":
             raise ProcessDied("the student's process did not start properly")
         self.hello = header
@@ -199,10 +179,17 @@ class StudentProcess:
         return loaded
 
     def kill(self) -> None:
-        if self.popen is not None:
-            with suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait()
+        """Kill the process and everything it started; the worker goes on to fork the next one."""
+        if self._child is not None:
+            try:
+                if self._cgroup is not None:
+                    self._cgroup.kill()
+                elif not self.worker.exited(self._child.ident):
+                    self.worker.sweep()
+                self._reap()
+            except WorkerLost:
+                self.worker.close()  # a worker that cannot sweep is replaced, its whole sandbox killed
+            self._child = None
         if self._cgroup is not None:
             self._oom = self._oom or self._cgroup.out_of_memory()
             self._cgroup.close()  # whatever escaped the process group: a daemon that called setsid
@@ -211,6 +198,8 @@ class StudentProcess:
             if fd >= 0:
                 os.close(fd)
         self._to_child = self._from_child = -1
+        if self._own_worker:
+            self.worker.close()
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
@@ -235,7 +224,13 @@ class StudentProcess:
 
     @property
     def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None and self._to_child >= 0
+        return self._child is not None and self._to_child >= 0 and not self.worker.exited(self._child.ident)
+
+    def _reap(self) -> int | None:
+        """How the process ended, once the worker has said (waiting a little for it)."""
+        if self._exit_code is None and self._child is not None:
+            self._exit_code = self.worker.exit_code(self._child.ident, EXIT_SECONDS)
+        return self._exit_code
 
     # ----- questions ---------------------------------------------------------------------------------------------
     @contextmanager
@@ -314,13 +309,9 @@ class StudentProcess:
                 stack.extend(desc.get("items") or ())
 
     def _died(self, message: str) -> None:
-        code = None
-        if self.popen is not None:
-            with suppress(subprocess.TimeoutExpired):
-                code = self.popen.wait(timeout=2)
+        code = self._reap()
         self.kill()
-        if self.sandbox.bwrap and code is not None and code > 128:
-            code = -(code - 128)  # bubblewrap reports a child killed by signal N as 128 + N
+        code = code if code is not None else self._exit_code
         if self._oom:
             message += f" (killed: out of memory; the limit is {self.limits.memory_bytes / 2**30:g} GiB)"
         elif code is not None and code < 0:

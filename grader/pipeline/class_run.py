@@ -24,6 +24,7 @@ from grader.discover import Skipped, Submission, discover
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
+from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import plan_resume
@@ -139,14 +140,18 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     remove_partial_writes(out_dir)
     fingerprint = grading_fingerprint(spec, device=device, limits=limits)
 
+    workers = jobs or os.cpu_count() or 1
+    # One warm worker per job: each imports torch once and forks a process per submission (grader/execute/workers.py).
+    warm = WorkerPool(size=workers, sandbox=layers, device=device, limits=limits)
+
     def grade(submission: Submission) -> SubmissionResult:
         try:
-            return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device,
-                                    limits=limits, sandbox=layers)
+            with warm.acquire() as worker:
+                return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device,
+                                        limits=limits, sandbox=layers, worker=worker)
         except Exception:  # a grader bug on one submission must not cost the class its results
             return _internal_error(submission, spec, submissions_dir)
 
-    workers = jobs or os.cpu_count() or 1
     graded: list[SubmissionResult] = []
     by_student = {s.student: s for s in submissions}
     times = RenderTimes()
@@ -155,7 +160,7 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
                            force=force)
         if planned is not None:
             planned(len(plan.to_grade), len(plan.reused))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
+        with warm, ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(grade, s) for s in plan.to_grade]
             for reused in plan.reused:  # rendered again from the stored result while the workers grade
                 times = times.add(*_write_student(out_dir, reused, spec.title, by_student.get(reused.student)))

@@ -1,8 +1,8 @@
 """The student's process: run the submission once, then answer the grader's calls, one fork per question.
 
-Started by the grader as ``python -s -P main.py READ_FD WRITE_FD LIMITS_JSON``, inside the sandbox's layers
-(grader/execute/isolation.py). It imports nothing from the ``grader`` package: only this folder, NumPy and torch.
-Everything it sends back is plain data (see wire.py).
+Forked by the warm worker (zygote.py) once per submission, after it has dropped privileges, and entered through
+``serve``. It imports nothing from the ``grader`` package: only this folder, NumPy and torch. Everything it sends
+back is plain data (see wire.py).
 
 Conversation::
 
@@ -16,7 +16,6 @@ Conversation::
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -41,6 +40,7 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 import capture  # noqa: E402
+import privileges  # noqa: E402
 import stubs  # noqa: E402
 import values  # noqa: E402
 import wire  # noqa: E402
@@ -336,9 +336,8 @@ def _fork_for_question() -> int:
     return os.fork()
 
 
-def main() -> None:
-    read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
-    limits = json.loads(sys.argv[3])
+def serve(read_fd: int, write_fd: int, limits: dict[str, int]) -> None:
+    """Answer the grader on these pipes until it says exit or goes away; ``limits`` are the rlimits to apply."""
     applied = apply_limits(limits)
     channel = Channel(read_fd, write_fd)
     channel.send({"op": "hello", "pid": os.getpid(), "uid": os.getuid(), "torch": torch.__version__,
@@ -350,9 +349,15 @@ def main() -> None:
         if op == "load":
             channel.send(runner.load(header))
         elif op == "question":
+            parent = os.getpid()
             pid = _fork_for_question()
             if pid == 0:
                 channel.owner = os.getpid()
+                # The question dies with the loaded submission, as a kernel's work dies with the kernel: a student
+                # process that kills its own parent loses that question rather than answering it orphaned.
+                privileges.die_with_parent()
+                if os.getppid() != parent:
+                    os._exit(70)
                 try:
                     runner.serve_question(header)
                 finally:
@@ -361,7 +366,3 @@ def main() -> None:
             channel.send({"op": "question_done", "exit_code": os.waitstatus_to_exitcode(status)})
         else:
             os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,147 @@
+"""What a forked student process does to itself before it runs a line of student code, and the sweep between
+submissions. Part of the child runtime: standard library only.
+
+In the root layout the zygote is uid 0 inside its sandbox, holding only CAP_SETUID, CAP_SETGID and CAP_SETPCAP
+(bubblewrap drops the rest), so that each student process it forks can become uid 65534 for real, with no
+capabilities and an empty bounding set: the work ``setpriv`` did once per fresh interpreter, done after each fork.
+Students then cannot signal, trace or read the zygote, which is another uid. The drop is verified from
+/proc/self/status, and a process whose drop did not take exits before reading any student code (fail closed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import stat
+
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+CAPABILITY_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+SCRATCH = ("/tmp", "/dev/shm")  # what a student may write inside the sandbox
+EXIT_NOT_DROPPED = 78  # the process's privileges were not what they must be; it ran no student code
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def prctl(option: int, value: int) -> None:
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+
+
+def die_with_parent() -> None:
+    """SIGKILL when the process that forked this one ends (reset by a uid change: call it after dropping)."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def not_dumpable() -> None:
+    """Processes of the same uid may not read this one's memory or open its files through /proc."""
+    prctl(PR_SET_DUMPABLE, 0)
+
+
+def drop_to(uid: int) -> None:
+    """Become ``uid`` (and gid) for real, with no supplementary groups and no capabilities left in any set."""
+    for cap in range(64):  # the kernel's last capability is below 64; unknown numbers fail harmlessly
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)  # clears the permitted, effective and ambient sets
+    header, data = _CapHeader(LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if _libc.capset(ctypes.byref(header), data) != 0:  # the inheritable set, which a uid change keeps
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def _status() -> dict[str, str]:
+    with open("/proc/self/status") as handle:
+        return {key: value.strip() for key, _, value in (line.partition(":") for line in handle)}
+
+
+def problems(uid: int | None, *, seccomp: bool) -> list[str]:
+    """What is wrong with this process's privileges for running student code (empty when all is as it must be)."""
+    status = _status()
+    found = []
+    if uid is not None:
+        ids = {"Uid": status.get("Uid", ""), "Gid": status.get("Gid", "")}
+        found += [f"{key} is {value!r}" for key, value in ids.items() if set(value.split()) != {str(uid)}]
+        found += [f"{key} is {status.get(key)}" for key in CAPABILITY_FIELDS if int(status.get(key, "1"), 16)]
+        if status.get("Groups", ""):
+            found.append(f"supplementary groups {status['Groups']}")
+    if seccomp and status.get("Seccomp") != "2":
+        found.append("no seccomp filter")
+    if seccomp and status.get("NoNewPrivs") != "1":
+        found.append("no_new_privs is not set")
+    return found
+
+
+def kill_all_but_me() -> None:
+    """SIGKILL every process this one may signal, but itself: inside a sandbox, every process of its uid (the
+    namespace's init is spared by the kernel)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+
+
+def wipe_scratch() -> list[str]:
+    """Empty the folders a student may write to; return what could not be removed."""
+    left = []
+    for top in SCRATCH:
+        if not os.path.isdir(top):
+            continue
+        for entry in os.scandir(top):
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    _make_removable(entry.path)
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                left.append(entry.path)
+    return left
+
+
+def _make_removable(folder: str) -> None:
+    """A student may leave folders without write or search permission for their owner; give them back."""
+    for root, dirs, _ in os.walk(folder, topdown=True, onerror=None):
+        for name in dirs:
+            path = os.path.join(root, name)
+            try:
+                if not os.path.islink(path):
+                    os.chmod(path, stat.S_IRWXU)
+            except OSError:
+                pass
+    with contextlib.suppress(OSError):
+        os.chmod(folder, stat.S_IRWXU)
+
+
+IPC_RMID = 0
+_IPC_TABLES = (("/proc/sysvipc/shm", "shmctl"), ("/proc/sysvipc/sem", "semctl"), ("/proc/sysvipc/msg", "msgctl"))
+
+
+def remove_ipc_objects() -> int:
+    """Remove the System V shared memory segments, semaphores and message queues this process may remove (they
+    outlive the processes that made them); return how many could not be removed."""
+    failed = 0
+    for table, call in _IPC_TABLES:
+        try:
+            with open(table) as handle:
+                rows = handle.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 2:
+                continue
+            ident = int(fields[1])
+            function = getattr(_libc, call)
+            result = function(ident, 0, IPC_RMID, None) if call == "semctl" else function(ident, IPC_RMID, None)
+            failed += result != 0
+    return failed

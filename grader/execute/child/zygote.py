@@ -1,0 +1,211 @@
+"""The warm worker: imports NumPy, torch and the child runtime once, then forks one student process per request.
+
+Started by the grader inside the sandbox (grader/execute/workers.py) as ``python -s -P zygote.py CONTROL_FD
+SETTINGS_JSON``. A fresh interpreter spends about 1.5 s importing torch; a fork of this one is ready in about 10 ms.
+The zygote never runs student code and holds nothing of the grader's: no references, no hidden inputs, no
+solutions. Each fork drops to the student's uid (in the root layout), applies the submission's rlimits and then
+talks to the grader over its own pipes, exactly as a fresh process would (main.serve).
+
+Control messages are JSON over a SOCK_SEQPACKET socket, file descriptors riding along (SCM_RIGHTS)::
+
+    zygote -> ready {pid, uid, versions}
+    grader -> fork {id, rlimits, home} + [read fd, write fd, output fd]    zygote -> forked {id, pid}
+    zygote -> exited {id, code}   whenever a forked student process ends (code: exit status, or -signal)
+    grader -> sweep {}            kill every student process in the sandbox    zygote -> swept {}
+    grader -> clean {}            sweep, then empty /tmp and /dev/shm and System V IPC    zygote -> cleaned {left}
+    grader -> exit {}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import main as runtime  # noqa: E402  (imports NumPy and torch, and sets torch to one thread)
+import privileges  # noqa: E402
+
+sys.path.remove(HERE)
+
+MAX_CONTROL = 1 << 16
+
+
+class Zygote:
+    def __init__(self, control: socket.socket, settings: dict) -> None:
+        self.control = control
+        self.student_uid: int | None = settings.get("student_uid")  # None: students keep the zygote's uid
+        self.namespaced: bool = bool(settings.get("namespaced"))  # kill(-1) reaches only this sandbox
+        self.seccomp: bool = bool(settings.get("seccomp"))
+        self.children: dict[int, int] = {}  # pid -> request id
+        self.wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so that SIGCHLD reaches the wakeup fd
+
+    def send(self, message: dict) -> None:
+        self.control.send(json.dumps(message).encode())
+
+    def run(self) -> None:
+        import numpy
+        import torch
+
+        self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0],
+                   "torch": torch.__version__, "numpy": numpy.__version__})
+        while True:
+            ready, _, _ = select.select([self.control, self.wake_read], [], [])
+            if self.wake_read in ready:
+                os.read(self.wake_read, 4096)
+                self.reap()
+            if self.control in ready:
+                data, fds, _, _ = socket.recv_fds(self.control, MAX_CONTROL, 3)
+                if not data:
+                    self.sweep()
+                    os._exit(0)  # the grader is gone
+                self.handle(json.loads(data), fds)
+
+    def handle(self, request: dict, fds: list[int]) -> None:
+        op = request.get("op")
+        if op == "fork":
+            self.fork(request, fds)
+        elif op == "sweep":
+            self.sweep()
+            self.send({"op": "swept"})
+        elif op == "clean":
+            left = self.sweep()
+            self.send({"op": "cleaned", "left": left})
+        else:
+            self.sweep()
+            os._exit(0)
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ident = self.children.pop(pid, None)
+            if ident is not None:
+                self.send({"op": "exited", "id": ident, "code": os.waitstatus_to_exitcode(status)})
+
+    def fork(self, request: dict, fds: list[int]) -> None:
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            self.send({"op": "forked", "id": request.get("id"), "error": "expected three file descriptors"})
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.become_student(request, *fds)
+            finally:
+                os._exit(privileges.EXIT_NOT_DROPPED)
+        for fd in fds:
+            os.close(fd)
+        self.children[pid] = request["id"]
+        self.send({"op": "forked", "id": request["id"], "pid": pid})
+
+    def become_student(self, request: dict, read_fd: int, write_fd: int, output_fd: int) -> None:
+        """In the fork: a student process with its own session, output, uid, limits and nothing of the zygote's."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()  # its own process group: one killpg ends what it starts (outside a pid namespace)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(output_fd, 1)
+        os.dup2(output_fd, 2)
+        keep = {0, 1, 2, read_fd, write_fd}
+        for fd in map(int, os.listdir("/proc/self/fd") if os.path.isdir("/proc/self/fd") else range(3, 1024)):
+            if fd not in keep:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        try:
+            with open("/proc/self/oom_score_adj", "w") as handle:  # the OOM killer's first choice, not the zygote
+                handle.write("1000")
+        except OSError:
+            pass
+        if self.student_uid is not None:
+            privileges.drop_to(self.student_uid)
+        wrong = privileges.problems(self.student_uid, seccomp=self.seccomp)
+        if wrong:
+            os.write(2, f"refusing to run student code: {'; '.join(wrong)}\n".encode())
+            os._exit(privileges.EXIT_NOT_DROPPED)
+        privileges.die_with_parent()
+        home = request.get("home") or "/tmp"
+        os.environ["HOME"] = os.environ["TMPDIR"] = home
+        os.chdir(home)
+        runtime.serve(read_fd, write_fd, request.get("rlimits") or {})
+        os._exit(0)
+
+    def sweep(self) -> list[str]:
+        """Kill every process a student started in this sandbox (daemons included); empty what they could write.
+
+        In the root layout a helper that becomes the student's uid does it, so that nothing of another uid (the
+        zygote) is touched; in a user namespace the zygote shares the students' uid and kill(-1) spares it. Outside
+        any namespace only the student processes' own groups are killed: kill(-1) would reach the grader."""
+        if not self.namespaced:
+            for pid in list(self.children):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pid, signal.SIGKILL)
+            self.wait_for_children()
+            return []
+        if self.student_uid is None:
+            privileges.kill_all_but_me()
+            self.wait_for_children()
+            left = privileges.wipe_scratch()
+            privileges.remove_ipc_objects()
+            return left
+        read_end, write_end = os.pipe()
+        helper = os.fork()
+        if helper == 0:
+            try:
+                os.close(read_end)
+                privileges.drop_to(self.student_uid)
+                privileges.kill_all_but_me()
+                left = privileges.wipe_scratch()
+                privileges.remove_ipc_objects()
+                os.write(write_end, json.dumps(left).encode())
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        chunks = []
+        while chunk := os.read(read_end, 65536):
+            chunks.append(chunk)
+        os.close(read_end)
+        os.waitpid(helper, 0)
+        self.wait_for_children()
+        try:
+            return list(json.loads(b"".join(chunks) or b"[]"))
+        except ValueError:
+            return ["the sweep did not finish"]
+
+    def wait_for_children(self) -> None:
+        """Reap the killed student processes now, so their exits are reported before the sweep's answer."""
+        for pid in list(self.children):
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                continue
+            ident = self.children.pop(pid)
+            self.send({"op": "exited", "id": ident, "code": os.waitstatus_to_exitcode(status)})
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    settings = json.loads(sys.argv[2])
+    privileges.not_dumpable()
+    if settings.get("die_with_parent"):
+        privileges.die_with_parent()
+    Zygote(control, settings).run()
+
+
+if __name__ == "__main__":
+    main()

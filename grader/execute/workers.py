@@ -1,0 +1,339 @@
+"""Warm workers: a zygote per worker that has imported NumPy, torch and the child runtime once, inside its own
+sandbox, and forks a student process for each submission (child/zygote.py).
+
+Starting a fresh interpreter costs about 1.5 s, almost all of it ``import torch``; a fork of a warm zygote is ready in
+about 10 ms. Each worker lives in its own bubblewrap sandbox (pid, mount, network, IPC and UTS namespaces) and grades
+one submission at a time: between two submissions the zygote kills every process the first one left (daemons
+included) and empties the folders it could write, and a worker that cannot be cleaned, or whose zygote died, is
+replaced. The student processes still get everything they got as fresh interpreters: their own uid (in the root
+layout), no capabilities, the seccomp filter, rlimits, a cgroup of their own, and a time limit on every read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import IO, Any
+
+from grader.errors import InfrastructureError
+from grader.execute import isolation, seccomp
+from grader.execute.isolation import Sandbox
+from grader.execute.limits import Limits
+
+STARTUP_SECONDS = 60.0  # a zygote imports torch once; generous for a loaded laptop
+CONTROL_SECONDS = 10.0  # a fork, a sweep or a clean; past this the zygote counts as lost
+DIAGNOSTIC_BYTES = 8 << 10  # what a zygote printed, kept for the message when it fails to start
+
+
+class WorkerLost(Exception):
+    """The zygote ended or stopped answering; the worker must be replaced (never the student's fault alone)."""
+
+
+def child_env(home: str) -> dict[str, str]:
+    return {
+        "PATH": os.defpath,
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",  # set iteration order, so a rerun gives the same results
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        # A fixed threshold: large blocks always come from mmap and go back to the system when freed. glibc's
+        # default raises the threshold after a free, and a loop of large temporaries then grows the heap without
+        # bound, which would make memory budgets (and memory limits) depend on the allocator's history.
+        "MALLOC_MMAP_THRESHOLD_": str(256 << 10),
+    }
+
+
+@dataclass(frozen=True)
+class Forked:
+    """A student process, fresh from the zygote: the grader's ends of its pipes and where to find it."""
+
+    ident: int
+    to_child: int
+    from_child: int
+    output: IO[bytes]  # what it writes to its own stdout and stderr (C extensions, os.write)
+    host_pid: int | None  # as this machine's /proc sees it, when it could be found
+
+
+def _ns_pid(pid: int) -> int | None:
+    """The pid of ``pid`` in its own (innermost) pid namespace."""
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(p) for p in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def find_host_pid(root: int, ns_pid: int, *, depth: int = 3) -> int | None:
+    """The descendant of ``root`` (itself included) whose pid in its own namespace is ``ns_pid``."""
+    frontier = [root]
+    for _ in range(depth + 1):
+        for pid in frontier:
+            if _ns_pid(pid) == ns_pid:
+                return pid
+        frontier = [child for pid in frontier for child in _children(pid)]
+    return None
+
+
+class Worker:
+    """One zygote in its own sandbox. Not thread-safe: one submission at a time holds it (WorkerPool)."""
+
+    def __init__(self, *, sandbox: Sandbox, device: str, limits: Limits) -> None:
+        self.sandbox = sandbox
+        self.device = device
+        self.limits = limits
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.control: socket.socket | None = None
+        self.info: dict[str, Any] = {}
+        self.host_pid: int | None = None
+        self.forks = 0
+        self._exits: dict[int, int] = {}
+        self._output = bytearray()
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+
+    # ----- lifecycle ---------------------------------------------------------------------------------------------
+    @property
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None and self.control is not None
+
+    def start(self, timeout: float = STARTUP_SECONDS) -> None:
+        """Start the zygote and wait until it has imported everything (about 1.5 s)."""
+        self.close()
+        if self.sandbox.bwrap:
+            home, cwd = "/tmp", "/"
+        else:
+            self._scratch = tempfile.TemporaryDirectory(prefix="grader-worker-")
+            home = cwd = self._scratch.name
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        filter_fd = seccomp.program_fd() if self.sandbox.seccomp else None
+        passed = (theirs.fileno(),) if filter_fd is None else (theirs.fileno(), filter_fd)
+        env = child_env(home)
+        try:
+            argv = self.sandbox.command(theirs.fileno(), env=env, device=self.device, limits=self.limits,
+                                        seccomp_fd=filter_fd)
+            self.popen = subprocess.Popen(argv, pass_fds=passed, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True)
+        except OSError as exc:
+            ours.close()
+            raise InfrastructureError(f"cannot start a grading worker: {exc}") from exc
+        finally:
+            theirs.close()
+            if filter_fd is not None:
+                os.close(filter_fd)
+        self.control = ours
+        assert self.popen.stdout is not None
+        threading.Thread(target=self._drain, args=(self.popen.stdout,), daemon=True).start()
+        try:
+            ready = self._expect("ready", timeout)
+        except WorkerLost:
+            text = bytes(self._output).decode("utf-8", "replace").strip()
+            self.close()
+            raise InfrastructureError("a grading worker did not start" + (f": {text[-2000:]}" if text else "")) \
+                from None
+        self.info = ready
+        self.host_pid = find_host_pid(self.popen.pid, int(ready.get("pid", -1)))
+
+    def close(self) -> None:
+        """Stop the zygote and everything in its sandbox (the pid namespace dies with the zygote's sandbox)."""
+        if self.control is not None:
+            with suppress(OSError):
+                self.control.send(json.dumps({"op": "exit"}).encode())
+            self.control.close()
+            self.control = None
+        if self.popen is not None:
+            if self.sandbox.bwrap:  # bubblewrap's pid 1 dying takes the whole namespace with it
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+            else:
+                with suppress(subprocess.TimeoutExpired):
+                    self.popen.wait(timeout=2)
+                with suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.popen.pid, signal.SIGKILL)
+            self.popen.wait()
+            self.popen = None
+        self._exits.clear()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
+
+    def _drain(self, stream: IO[bytes]) -> None:
+        with stream:
+            while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+                room = DIAGNOSTIC_BYTES - len(self._output)
+                if room > 0:
+                    self._output += chunk[:room]
+
+    # ----- the control channel -----------------------------------------------------------------------------------
+    def _send(self, message: dict[str, Any], fds: tuple[int, ...] = ()) -> None:
+        if not self.alive or self.control is None:
+            raise WorkerLost("the worker is not running")
+        try:
+            socket.send_fds(self.control, [json.dumps(message).encode()], list(fds))
+        except OSError as exc:
+            raise WorkerLost(f"the worker's control channel failed: {exc}") from None
+
+    def _receive(self, timeout: float) -> dict[str, Any]:
+        """The next message from the zygote (an exit notice is also kept for exit_code())."""
+        if self.control is None:
+            raise WorkerLost("the worker is not running")
+        ready, _, _ = select.select([self.control], [], [], max(0.0, timeout))
+        if not ready:
+            raise WorkerLost(f"the worker did not answer within {timeout:g} s")
+        try:
+            data = self.control.recv(1 << 16)
+        except OSError as exc:
+            raise WorkerLost(f"the worker's control channel failed: {exc}") from None
+        if not data:
+            raise WorkerLost("the worker ended")
+        message = json.loads(data)
+        if message.get("op") == "exited":
+            self._exits[int(message["id"])] = int(message["code"])
+        return message
+
+    def _expect(self, op: str, timeout: float) -> dict[str, Any]:
+        """The next message that is not an exit notice, which must be ``op``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            message = self._receive(deadline - time.monotonic())
+            if message.get("op") == "exited":
+                continue
+            if message.get("op") != op:
+                raise WorkerLost(f"the worker answered {message!r} where {op!r} was expected")
+            return message
+
+    # ----- student processes -------------------------------------------------------------------------------------
+    def fork(self, *, rlimits: dict[str, int | None], home: str | None = None,
+             timeout: float = CONTROL_SECONDS) -> Forked:
+        """A new student process with these rlimits, its working folder ``home`` (the sandbox's /tmp by default)."""
+        if not self.alive:
+            self.start()
+        self.forks += 1
+        ident = self.forks
+        child_read, grader_write = os.pipe()
+        grader_read, child_write = os.pipe()
+        output_read, output_write = os.pipe()
+        try:
+            self._send({"op": "fork", "id": ident, "rlimits": rlimits, "home": home},
+                       (child_read, child_write, output_write))
+        except WorkerLost:
+            for fd in (grader_write, grader_read, output_read):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (child_read, child_write, output_write):
+                os.close(fd)
+        try:
+            reply = self._expect("forked", timeout)
+        except WorkerLost:
+            for fd in (grader_write, grader_read, output_read):
+                os.close(fd)
+            raise
+        if reply.get("id") != ident or "pid" not in reply:
+            for fd in (grader_write, grader_read, output_read):
+                os.close(fd)
+            raise WorkerLost(f"the worker could not fork: {reply.get('error') or reply!r}")
+        host_pid = find_host_pid(self.host_pid, int(reply["pid"]), depth=1) if self.host_pid else None
+        return Forked(ident, grader_write, grader_read, os.fdopen(output_read, "rb"), host_pid)
+
+    def exited(self, ident: int) -> bool:
+        """Whether student process ``ident`` has ended, as far as the zygote has said (without waiting)."""
+        while self.control is not None and ident not in self._exits:
+            ready, _, _ = select.select([self.control], [], [], 0)
+            if not ready:
+                break
+            try:
+                self._receive(0.1)
+            except WorkerLost:
+                return True
+        return ident in self._exits or not self.alive
+
+    def exit_code(self, ident: int, timeout: float) -> int | None:
+        """How student process ``ident`` ended (an exit status, or minus the signal), or None if not known in time."""
+        deadline = time.monotonic() + timeout
+        while ident not in self._exits:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.alive:
+                return None
+            try:
+                self._receive(left)  # exit notices are kept as they arrive; nothing else is expected now
+            except WorkerLost:
+                return None
+        return self._exits.pop(ident)
+
+    def sweep(self, timeout: float = CONTROL_SECONDS) -> None:
+        """Kill every student process in this worker's sandbox (what they started too)."""
+        self._send({"op": "sweep"})
+        self._expect("swept", timeout)
+
+    def clean(self, timeout: float = CONTROL_SECONDS) -> bool:
+        """After a submission: kill what it left, empty the scratch folders. False when the worker must go."""
+        try:
+            self._send({"op": "clean"})
+            reply = self._expect("cleaned", timeout)
+        except WorkerLost:
+            return False
+        self._exits.clear()
+        return not reply.get("left")
+
+
+class WorkerPool:
+    """``size`` warm workers, started on first use; each grades one submission at a time."""
+
+    def __init__(self, *, size: int, sandbox: Sandbox | None = None, device: str = "cpu",
+                 limits: Limits | None = None) -> None:
+        self.sandbox = sandbox if sandbox is not None else isolation.detect("auto")
+        self.device = device
+        self.limits = limits or Limits()
+        self._idle: queue.Queue[Worker] = queue.Queue()
+        self._all: list[Worker] = []
+        for _ in range(max(1, size)):
+            worker = Worker(sandbox=self.sandbox, device=device, limits=self.limits)
+            self._all.append(worker)
+            self._idle.put(worker)
+        self._closed = False
+
+    @contextmanager
+    def acquire(self) -> Iterator[Worker]:
+        worker = self._idle.get()
+        try:
+            yield worker
+        finally:
+            if worker.alive and not worker.clean():
+                worker.close()  # started again on its next fork, in a fresh sandbox
+            self._idle.put(worker)
+
+    def close(self) -> None:
+        self._closed = True
+        for worker in self._all:
+            worker.close()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

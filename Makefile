@@ -9,7 +9,7 @@ SUBMISSIONS ?= tests/submissions/$(ASSIGNMENT)
 OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 
-.PHONY: install system-deps grade test lint screenshots clean
+.PHONY: install system-deps grade test lint screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -43,6 +43,10 @@ lint: $(STAMP)
 
 test: system-deps lint
 	$(BIN)/python -m pytest
+
+# The Gradescope autograder zip for ASSIGNMENT (see the README's "Grading on Gradescope").
+gradescope: $(STAMP)
+	$(BIN)/grader gradescope $(ASSIGNMENT)
 
 # The README's pictures: the sample class's dashboard and one student's report, as headless Chromium shows them.
 screenshots: system-deps grade

@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from grader import __version__
-from grader.cli import assign, grade
+from grader.cli import assign, grade, gradescope
 from grader.errors import GraderError
 
-COMMANDS = (grade, assign)
+COMMANDS = (grade, assign, gradescope)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 # Outcome of one check.
@@ -52,6 +54,29 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class SmallestCase:
+    """The smallest sizes at which a failing random check still fails the same way (the runner shrinks them), so a
+    student can reproduce the failure by hand. It never changes the score."""
+
+    sizes: tuple[tuple[str, int], ...]  # (name, size) in the order the check draws them: ("keys", 2)
+    original: tuple[tuple[str, int], ...]  # the sizes the check was graded at; hidden checks: instructor only
+    message: str  # the failure at these sizes; for a hidden check only its safe hint
+    detail: str = ""  # the full failure message: instructor only
+    trace: tuple[str, ...] = ()  # the calls with their inputs and the values expected; hidden: instructor only
+    diff: TensorDiff | None = None  # the student's answer beside the reference's; hidden: instructor only
+    attempts: int = 0  # how many smaller runs the search made
+
+    @staticmethod
+    def describe(sizes: tuple[tuple[str, int], ...]) -> str:
+        """'batch 1, queries 1, keys 2'."""
+        return ", ".join(f"{name.replace('_', ' ')} {size}" for name, size in sizes)
+
+    @property
+    def text(self) -> str:
+        return self.describe(self.sizes)
+
+
+@dataclass(frozen=True)
 class CheckResult:
     check_id: str
     question: str
@@ -69,6 +94,7 @@ class CheckResult:
     tables: tuple[TensorDiff, ...] = ()  # answers shown beside the reference's, passed or not; hidden: instructor
     diagnosis: Diagnosis | None = None  # the misconception a failure matches, when a known one does
     trace: tuple[str, ...] = ()  # the calls the check made and the values it expected: instructor only
+    smallest: SmallestCase | None = None  # a failing random check's smallest failing sizes, when smaller ones fail
 
     @property
     def passed(self) -> bool:
@@ -110,6 +136,60 @@ class WrittenAnswer:
     text: str
 
 
+# How an instructor's marks for a written answer stand (OUT/manual.csv, grader/adjust/manual.py).
+MARKED, UNMARKED, CHANGED, REJECTED = "marked", "unmarked", "changed", "rejected"
+
+
+@dataclass(frozen=True)
+class ManualMark:
+    """An instructor's points and comment for one written answer, merged from OUT/manual.csv at every run (never a
+    fact about the code: grader/adjust applies it on top of the stored result)."""
+
+    question: str  # the written question's id
+    max_score: float  # its points in checks.py (0: comments only)
+    points: float | None  # counted points; None when not marked, or when the marks are set aside (see state)
+    comment: str
+    state: str  # MARKED; UNMARKED; CHANGED: the answer changed since it was marked; REJECTED: the row is malformed
+    problem: str = ""  # for the instructor: why the marks in manual.csv are not counted
+
+    @property
+    def score(self) -> float:
+        return self.points or 0.0
+
+    def for_student(self) -> ManualMark:
+        """What the student may see: marks set aside (a changed answer, a malformed row) are not theirs yet."""
+        if self.state in (CHANGED, REJECTED):
+            return dataclasses.replace(self, points=None, comment="", problem="")
+        return self
+
+
+@dataclass(frozen=True)
+class LatePenalty:
+    """When a submission came against its deadline, and the fraction of its score the late rule takes
+    (grader/adjust/late.py). Times are ISO 8601 in UTC."""
+
+    deadline: str  # the deadline that applied to this student (an extension included)
+    submitted_at: str
+    late_s: float  # seconds after the deadline; 0 when on time
+    fraction: float  # of the score after manual points, 0 to 1
+    rule: str  # the late rule in words
+    deadline_offset: str = ""  # the UTC offset the deadline was set in ("+01:00"), to show it as the course sees it
+    extended: bool = False  # this student's deadline was extended
+    extension_reason: str = ""  # instructor only
+    note: str = ""  # instructor only: e.g. why no penalty was applied
+
+    @property
+    def is_late(self) -> bool:
+        return self.late_s > 0
+
+    @property
+    def started_days(self) -> int:
+        return math.ceil(self.late_s / 86400)
+
+    def for_student(self) -> LatePenalty:
+        return dataclasses.replace(self, extension_reason="", note="")
+
+
 @dataclass(frozen=True)
 class SubmissionResult:
     student: str
@@ -127,14 +207,33 @@ class SubmissionResult:
     graded_at: str
     duration_s: float
     environment: tuple[tuple[str, str], ...] = ()
+    # Adjustments applied on top of the code's grade at every run (grader/adjust), not facts about the code.
+    manual: tuple[ManualMark, ...] = ()  # one per written question of the assignment
+    late: LatePenalty | None = None  # None: no deadline applies
 
     @property
-    def score(self) -> float:
+    def code_score(self) -> float:
         return sum(q.score for q in self.questions)
 
     @property
+    def manual_score(self) -> float:
+        return sum(m.score for m in self.manual)
+
+    @property
+    def late_points(self) -> float:
+        """Points the late rule deducts: its fraction of the score after manual points."""
+        before = self.code_score + self.manual_score
+        if self.late is None or self.late.fraction <= 0 or before <= 0:
+            return 0.0
+        return before if self.late.fraction >= 1 else round(before * self.late.fraction, 4)
+
+    @property
+    def score(self) -> float:
+        return self.code_score + self.manual_score - self.late_points
+
+    @property
     def max_score(self) -> float:
-        return sum(q.max_score for q in self.questions)
+        return sum(q.max_score for q in self.questions) + sum(m.max_score for m in self.manual)
 
     @property
     def checks(self) -> tuple[CheckResult, ...]:

@@ -217,7 +217,8 @@ def test_no_file_outside_the_scratch_folders_changed(hostile: HostileRun) -> Non
     assert hostile.after == hostile.before
     assert not Path(f"/tmp/{MARKER}").exists()
     assert not (ROOT / "planted.txt").exists()
-    expected_names = {"index.html", "grades.csv", "report.html", "instructor.html", "results.json", ".grader.lock"}
+    expected_names = {"index.html", "grades.csv", "report.html", "instructor.html", "results.json", ".grader.lock",
+                      "manual.csv"}  # the written answers, for the instructor to mark
     unexpected = [p for p in hostile.out.rglob("*")
                   if p.is_file() and p.name not in expected_names and not p.name.startswith("gradebook.sqlite")]
     assert not unexpected

@@ -25,7 +25,15 @@ from grader.record.atomic import remove_partial_writes, write_text_atomic
 from grader.record.gradebook import SCHEMA_VERSION, Gradebook, StoredResult
 from grader.record.output_lock import output_lock
 from grader.record.result_json import ResultFormatError, result_from_json, result_to_json, to_data
-from grader.results import CheckResult, QuestionResult, SubmissionResult, UnitResult, WrittenAnswer
+from grader.results import (
+    CheckResult,
+    LatePenalty,
+    ManualMark,
+    QuestionResult,
+    SubmissionResult,
+    UnitResult,
+    WrittenAnswer,
+)
 
 from .conftest import SAMPLES
 from .processes import student_processes
@@ -62,7 +70,11 @@ def sample_result(student: str = "ana", *, sha256: str = "ab" * 32, source: str 
                UnitResult("cell 2", "error", "", "", "ValueError: bad\n  line 3")),
         answers=(WrittenAnswer("ex1", "Why scale?", "Because the variance grows with d."),),
         notes=("2 files found",), submitted_at="2026-01-02T03:04:05+00:00", graded_at="2026-01-02T03:05:00+00:00",
-        duration_s=1.234, environment=(("numpy", "2.1.0"), ("python", "3.11.9"), ("torch", "2.13.0")))
+        duration_s=1.234, environment=(("numpy", "2.1.0"), ("python", "3.11.9"), ("torch", "2.13.0")),
+        manual=(ManualMark("ex1", 5.0, 2.5, "Right idea; say why ✓", "marked"),
+                ManualMark("ex2", 0.0, None, "", "unmarked")),
+        late=LatePenalty("2026-01-01T23:00:00+00:00", "2026-01-02T03:04:05+00:00", 14645.0, 0.1,
+                         "10% of the score per started day late", "+01:00", True, "medical"))
 
 
 # --- the result's JSON round-trip ---------------------------------------------------------------------------------
@@ -71,7 +83,8 @@ def test_a_result_is_equal_after_a_json_round_trip() -> None:
     result = sample_result()
     back = result_from_json(result_to_json(result))
     assert back == result
-    assert back.score == result.score and back.max_score == 25
+    assert back.score == result.score and back.max_score == 25 + 5
+    assert back.manual[0].points == 2.5 and back.manual[1].points is None and back.late == result.late
     assert isinstance(back.environment, tuple) and back.environment[0] == ("numpy", "2.1.0")
     assert isinstance(back.questions[0].checks[0].notes, tuple)
     assert isinstance(back.duration_s, float) and isinstance(back.checks[0].seed, int)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.adjust.late import LatePolicy, parse_time
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
@@ -39,8 +40,11 @@ class Question:
 
 @dataclass(frozen=True)
 class WrittenQuestion:
+    """A question answered in words, collected into OUT/manual.csv for the instructor to mark by hand."""
+
     id: str
     prompt: str
+    points: float = 0.0  # 0: read and commented on, not marked; otherwise part of the assignment's total
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,8 @@ class Assignment:
 
     def __init__(self, *, name: str, title: str, questions: Sequence[Question],
                  written: Sequence[WrittenQuestion] = (), provided: str | Path | Sequence[str | Path] = (),
-                 limits: Limits | None = None, stubbed_modules: Mapping[str, str] | None = None) -> None:
+                 limits: Limits | None = None, stubbed_modules: Mapping[str, str] | None = None,
+                 deadline: str | None = None, late: LatePolicy | None = None) -> None:
         self.name = name
         self.title = title
         self.questions = tuple(questions)
@@ -70,6 +75,10 @@ class Assignment:
         # Modules a submission imports around its answers that the grader replaces with no-op stand-ins while
         # loading it (say, a training harness the grader runs itself), each with the note the student reads.
         self.stubbed_modules = dict(stubbed_modules or {})
+        # When work is due (ISO 8601 with its offset, or a date, time and zone name) and what being late costs
+        # (grader/adjust/late.py); a run may override both (grader grade --deadline ...).
+        self.deadline = parse_time(deadline, what=f"{name}: deadline") if deadline is not None else None
+        self.late = late or LatePolicy()
         self.checks: list[CheckSpec] = []
         self.variants: list[Variant] = []  # known-wrong versions of the references (grader/check/variants.py)
         self.folder: Path | None = None  # set by the loader
@@ -139,6 +148,11 @@ class Assignment:
         return "\n\n".join(path.read_text(encoding="utf-8") for path in self.provided_paths)
 
     @property
+    def max_score(self) -> float:
+        """The checks' points and the written questions' (marked by hand)."""
+        return sum(c.points for c in self.checks) + sum(w.points for w in self.written)
+
+    @property
     def withheld_names(self) -> tuple[str, ...]:
         return tuple(name for q in self.questions for name in q.defines)
 
@@ -157,6 +171,13 @@ class Assignment:
         variant_ids = [v.id for v in self.variants]
         if len(set(variant_ids)) != len(variant_ids):
             raise ConfigurationError(f"{self.name}: duplicate variant ids")
+        written_ids = [w.id for w in self.written]
+        clashes = sorted({i for i in written_ids if written_ids.count(i) > 1 or i in question_ids})
+        if clashes:
+            raise ConfigurationError(f"{self.name}: written question ids {clashes} are repeated or name a question")
+        for written in self.written:
+            if not written.points >= 0:
+                raise ConfigurationError(f"{self.name}: written question {written.id} must be worth 0 points or more")
         for check in self.checks:
             if check.question not in question_ids:
                 raise ConfigurationError(f"{self.name}: check {check.id} names unknown question {check.question}")

@@ -8,10 +8,11 @@ import resource
 import sys
 from pathlib import Path
 
+from grader.adjust import LateOverride
 from grader.discover import LAYOUTS, detect_layout
 from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
-from grader.pipeline import grade_class
+from grader.pipeline import ClassRun, grade_class
 from grader.results import SubmissionResult
 
 
@@ -35,13 +36,27 @@ def _print_sandbox(mode: str) -> None:
               "see the README's security model", file=sys.stderr, flush=True)
 
 
+def _late_override(args: argparse.Namespace) -> LateOverride | None:
+    if args.deadline is None and args.late_per_day is None and args.late_zero_after is None:
+        return None
+    return LateOverride(args.deadline, args.late_per_day, args.late_zero_after)
+
+
+def _print_adjustments(run: ClassRun) -> None:
+    """Manual marks and late penalties: what they came to, and every row that could not count (the run goes on)."""
+    for line in run.adjustments.summary:
+        print(line)
+    for problem in run.adjustments.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+
+
 def _grade(args: argparse.Namespace) -> int:
     _print_sandbox(args.sandbox)
     print(detect_layout(Path(args.submissions), args.layout).describe(Path(args.submissions)), flush=True)
     run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
                       jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device, force=args.force,
                       limit_overrides=args.limit, sandbox=args.sandbox, layout=args.layout, progress=_print_progress,
-                      planned=_print_plan)
+                      planned=_print_plan, late=_late_override(args))
     graded = sum(1 for r in run.results if r.status == "graded")
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.results)}" \
         if run.unchanged else ""
@@ -53,6 +68,7 @@ def _grade(args: argparse.Namespace) -> int:
     for skipped in run.skipped:
         print(f"  skipped {skipped.path}: {skipped.reason}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
+    _print_adjustments(run)
     print(f"Peak memory of the grader: {peak:.0f} MiB")
     print(f"Dashboard: {run.dashboard.resolve()}")
     if run.internal_errors:
@@ -80,6 +96,15 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "(<student>.ipynb, <student>.py or <student>/), nbgrader "
                             "(submitted/<student>/<assignment>/), gradescope (an unpacked \"Download Submissions\" "
                             "export, with submission_metadata.yml)")
+    grade.add_argument("--deadline", metavar="TIME",
+                       help="the deadline for this run, instead of the assignment's: ISO 8601 with its offset, e.g. "
+                            "2026-12-01T23:59:00+01:00, or a date, time and zone name ('2026-12-01 23:59 "
+                            "Europe/Lisbon'), or 'none'; per-student extensions go in OUT/extensions.csv")
+    grade.add_argument("--late-per-day", type=float, metavar="FRACTION",
+                       help="fraction of the score deducted per started day late (0.10 for 10%%), instead of the "
+                            "assignment's late rule")
+    grade.add_argument("--late-zero-after", type=float, metavar="DAYS",
+                       help="a submission more than DAYS days late scores 0, instead of the assignment's rule")
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, even those unchanged since the last run into --out")
     grade.set_defaults(run=_grade)

@@ -14,10 +14,11 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from grader.adjust import AdjustmentReport, Adjustments, DeadlineRule, LateOverride, deadline_rule
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Skipped, Submission, discover
@@ -72,6 +73,7 @@ class ClassRun:
     unchanged: tuple[str, ...] = ()  # students whose stored result was reused, not regraded
     missing: tuple[str, ...] = ()  # students in the gradebook with no submission now (kept there)
     rendering: RenderTimes = RenderTimes()
+    adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
 
     @property
     def graded_now(self) -> int:
@@ -117,7 +119,8 @@ def _write_student(out_dir: Path, result: SubmissionResult, title: str,
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
                 limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
-                progress: Progress | None = None, planned: Planned | None = None) -> ClassRun:
+                progress: Progress | None = None, planned: Planned | None = None,
+                late: LateOverride | None = None) -> ClassRun:
     """Grade every submission in ``submissions_dir`` into ``out_dir``.
 
     ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
@@ -126,18 +129,22 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
     limits = spec.limits.with_overrides(limit_overrides)
+    rule = deadline_rule(spec.deadline, spec.late, late)  # ``late``: the run's --deadline and late rule
     layers = isolation.detect(sandbox)
     submissions, skipped = discover(submissions_dir, layout=layout, assignment=spec.name)
     with output_lock(out_dir):
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
                              device=device, force=force, limits=limits, layers=layers, progress=progress,
-                             planned=planned)
+                             planned=planned, rule=rule)
 
 
 def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
                   out_dir: Path, jobs: int | None, device: str, force: bool, limits: Limits, layers: Sandbox,
-                  progress: Progress | None, planned: Planned | None) -> ClassRun:
+                  progress: Progress | None, planned: Planned | None,
+                  rule: DeadlineRule | None = None) -> ClassRun:
     remove_partial_writes(out_dir)
+    # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
+    adjust = Adjustments(out_dir, spec, rule or deadline_rule(spec.deadline, spec.late, None))
     fingerprint = grading_fingerprint(spec, device=device, limits=limits)
 
     workers = jobs or os.cpu_count() or 1
@@ -162,22 +169,29 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
             planned(len(plan.to_grade), len(plan.reused))
         with warm, ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(grade, s) for s in plan.to_grade]
-            for reused in plan.reused:  # rendered again from the stored result while the workers grade
+            reused_now = []
+            for stored in plan.reused:  # rendered again from the stored result while the workers grade
+                reused = adjust.apply(stored, by_student.get(stored.student))
                 times = times.add(*_write_student(out_dir, reused, spec.title, by_student.get(reused.student)))
+                if reused != stored:  # new marks or a new deadline: the gradebook's totals follow them
+                    book.record(reused, fingerprint=fingerprint)
+                reused_now.append(reused)
             for future in as_completed(futures):
-                result = future.result()
+                result = adjust.apply(future.result(), by_student.get(future.result().student))
                 times = times.add(*_write_student(out_dir, result, spec.title, by_student.get(result.student)))
                 book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
                 graded.append(result)
                 if progress is not None:
                     progress(result, len(graded), len(plan.to_grade))
-    results = sorted([*graded, *plan.reused], key=lambda r: r.student)
+    results = sorted([*graded, *reused_now], key=lambda r: r.student)
+    adjusted = adjust.finish(results, missing=plan.missing)  # manual.csv written again, marks kept
     write_grades_csv(out_dir / "grades.csv", results)
     write_lms_csv(out_dir / "lms.csv", results)
-    max_score = sum(c.points for c in spec.checks)
+    max_score = spec.max_score
     started = time.perf_counter()
     dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score)
     times = dataclasses.replace(times, dashboard_s=time.perf_counter() - started)
     write_text_atomic(out_dir / "index.html", dashboard)
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
-                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing, rendering=times)
+                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing, rendering=times,
+                    adjustments=adjusted)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.results import PASSED, PUBLIC, SubmissionResult
+from grader.adjust.late import describe_late
+from grader.record.result_json import to_data
+from grader.results import MARKED, PASSED, PUBLIC, ManualMark, SubmissionResult
 
 
 def _points(value: float) -> float | int:
@@ -14,7 +16,10 @@ def _points(value: float) -> float | int:
 def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
     tests = []
     for check in result.checks:
-        output = check.message if not check.notes else "\n".join((check.message, *check.notes))
+        lines = (check.message, *check.notes)
+        if check.smallest is not None:  # its sizes only, which a hidden check may show too
+            lines += (f"Smallest failing case: {check.smallest.text}.",)
+        output = "\n".join(lines)
         tests.append({
             "name": f"{check.question}: {check.title}",
             "score": _points(check.score),
@@ -25,8 +30,14 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
             "visibility": "visible" if check.visibility == PUBLIC else "after_published",
             "extra_data": {"check_id": check.check_id, "outcome": check.status, "seed": check.seed},
         })
+    manual = tuple(m.for_student() for m in result.manual)  # results.json is the student's to see
+    tests += [_manual_test(mark) for mark in manual if mark.max_score]
     per_question = ", ".join(f"{q.id} {_points(q.score)}/{_points(q.max_score)}" for q in result.questions)
+    per_question += "".join(f", {m.question} {_points(m.score) if m.state == MARKED else 'not marked'}"
+                            f"/{_points(m.max_score)}" for m in manual if m.max_score)
     summary = f"{result.assignment}: {_points(result.score)}/{_points(result.max_score)} ({per_question})"
+    if result.late is not None:
+        summary += "\n" + describe_late(result.late, result.late_points, result.code_score + result.manual_score)
     if result.reason:
         summary += f"\n{result.status}: {result.reason}"
     return {
@@ -51,5 +62,27 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
             "answers": {a.id: a.text for a in result.answers},
             "notes": list(result.notes),
             "environment": dict(result.environment),
+            "code_score": _points(result.code_score),
+            "manual": [{"question": m.question, "points": m.points, "max_score": _points(m.max_score),
+                        "comment": m.comment, "state": m.state} for m in manual],
+            "late": None if result.late is None else {**to_data(result.late.for_student()),
+                                                      "points_deducted": _points(result.late_points)},
         },
     }
+
+
+def _manual_test(mark: ManualMark) -> dict[str, Any]:
+    """A written answer worth points, as a test: its marks and the instructor's comment once marked."""
+    marked = mark.state == MARKED
+    test: dict[str, Any] = {
+        "name": f"{mark.question}: written answer (marked by hand)",
+        "score": _points(mark.score),
+        "max_score": _points(mark.max_score),
+        "output": mark.comment if marked else "Not marked yet." + (f"\n{mark.comment}" if mark.comment else ""),
+        "tags": [mark.question, "manual"],
+        "visibility": "visible",
+        "extra_data": {"state": mark.state},
+    }
+    if marked:
+        test["status"] = "passed" if mark.score >= mark.max_score else "failed"
+    return test

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from grader.results import GRADED, PASSED, Diagnosis, SubmissionResult
+from grader.results import GRADED, MARKED, PASSED, Diagnosis, SubmissionResult
 
 BINS = 10  # of the maximum score: 0-9%, 10-19%, ..., 90-100%
 
@@ -84,6 +84,30 @@ def class_stats(results: Sequence[SubmissionResult], max_score: float) -> ClassS
     return ClassStats(len(results), len(ran), statistics.fmean(scores) if scores else None,
                       statistics.median(scores) if scores else None, tuple(questions), tuple(checks),
                       tuple(histogram), misconceptions(ran))
+
+
+@dataclass(frozen=True)
+class WrittenStats:
+    """A written question worth points, marked by hand (OUT/manual.csv)."""
+
+    id: str
+    max_score: float
+    marked: int
+    submissions: int
+    average: float | None  # percent of its points, over the answers marked
+    full_marks: int = 0
+
+
+def written_stats(results: Sequence[SubmissionResult]) -> tuple[WrittenStats, ...]:
+    ids = list(dict.fromkeys(m.question for r in results for m in r.manual if m.max_score))
+    stats = []
+    for question in ids:
+        marks = [m for r in results for m in r.manual if m.question == question]
+        marked = [m for m in marks if m.state == MARKED]
+        average = 100 * statistics.fmean(m.score / m.max_score for m in marked) if marked else None
+        stats.append(WrittenStats(question, marks[0].max_score, len(marked), len(marks), average,
+                                  sum(1 for m in marked if m.score >= m.max_score)))
+    return tuple(stats)
 
 
 def misconceptions(results: Sequence[SubmissionResult]) -> tuple[MisconceptionStats, ...]:

@@ -5,8 +5,9 @@ Content-Security-Policy in each page says so to the browser as well: nothing may
 script that may run is the grader's own (allowed by its hash), so nothing a student printed or wrote can run.
 
 The student's page is rendered from ``for_student(result)``, a copy without what only the instructor may see (every
-check's detail and trace; a hidden check's seed, heatmaps and differing entries; what the student's code printed
-while the checks ran, which could print a hidden check's inputs), so no template mistake can show it.
+check's detail and trace; a hidden check's seed, heatmaps and differing entries, and of its smallest failing case
+everything but the sizes and the safe hint; what the student's code printed while the checks ran, which could print
+a hidden check's inputs), so no template mistake can show it.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from grader.adjust.late import describe_duration, describe_late, describe_time
 from grader.discover import Submission
 from grader.layout import TEMPLATES_DIR
-from grader.report.dashboard import class_stats, histogram_svg
+from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
-from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SubmissionResult, TensorDiff
+from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SmallestCase, SubmissionResult, TensorDiff
 
 OUTPUT_SHOWN = 6000  # characters of one cell's output on a page; the rest is cut from the middle
 STATUS_LABELS = {"not_run": "not run", "internal_error": "grader error"}
@@ -71,8 +73,10 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(points=lambda value: f"{value:g}", clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
-                       number=_number, exact=exact, label=lambda status: STATUS_LABELS.get(status, status))
-    env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN)
+                       number=_number, exact=exact, label=lambda status: STATUS_LABELS.get(status, status),
+                       moment=describe_time, duration=describe_duration)
+    env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN,
+                       describe_late=describe_late)
     return env
 
 
@@ -88,10 +92,23 @@ def _render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
+def _smallest_for_student(smallest: SmallestCase | None, public: bool) -> SmallestCase | None:
+    """A public check's smallest failing case keeps its inputs, answers and expected values (small enough to work
+    through by hand); a hidden one's only its sizes and safe hint."""
+    if smallest is None:
+        return None
+    if public:
+        return dataclasses.replace(smallest, detail="")
+    return dataclasses.replace(smallest, original=(), detail="", trace=(), diff=None)
+
+
 def _check_for_student(check: CheckResult) -> CheckResult:
-    if check.visibility == PUBLIC:
-        return dataclasses.replace(check, detail="", trace=())
-    return dataclasses.replace(check, detail="", trace=(), seed=0, heatmaps=(), diff=None, tables=())
+    public = check.visibility == PUBLIC
+    smallest = _smallest_for_student(check.smallest, public)
+    if public:
+        return dataclasses.replace(check, detail="", trace=(), smallest=smallest)
+    return dataclasses.replace(check, detail="", trace=(), seed=0, heatmaps=(), diff=None, tables=(),
+                               smallest=smallest)
 
 
 def for_student(result: SubmissionResult) -> SubmissionResult:
@@ -102,7 +119,10 @@ def for_student(result: SubmissionResult) -> SubmissionResult:
     notes = result.notes
     if result.status == INTERNAL:  # the grader's own traceback: it may quote the checks' code
         notes = tuple(n for n in notes if "Traceback (most recent call last)" not in n)
-    return dataclasses.replace(result, questions=questions, notes=notes)
+    # Marks set aside (a changed answer, a malformed row) and an extension's reason are the instructor's.
+    manual = tuple(m.for_student() for m in result.manual)
+    late = result.late.for_student() if result.late is not None else None
+    return dataclasses.replace(result, questions=questions, notes=notes, manual=manual, late=late)
 
 
 def _printed_while_graded(result: SubmissionResult) -> bool:
@@ -136,4 +156,5 @@ def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped
     return _render("dashboard.html.j2", results=ordered, title=title, skipped=skipped, max_score=max_score,
                    stats=stats, histogram=histogram_svg(stats.histogram, max_score),
                    failed=[r for r in ordered if r.status != GRADED],
-                   question_ids=[q.id for q in stats.questions], script=script, csp=csp)
+                   question_ids=[q.id for q in stats.questions], script=script, csp=csp,
+                   written=written_stats(ordered), dated=any(r.late is not None for r in ordered))

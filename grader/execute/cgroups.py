@@ -57,10 +57,25 @@ def detect() -> tuple[CgroupSupport | None, str]:
     return CgroupSupport(tuple(parents)), ""
 
 
+def _grader_alive(group: str) -> bool:
+    """Whether the grader that made group ``<pid>-<n>`` still runs: another grader on this machine may have just
+    made it, and not yet put its student's process in it."""
+    pid = group.partition("-")[0]
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _remove_stale(parent: Path) -> None:
     """Empty groups left by a grader that was killed before it could remove them."""
     for child in parent.iterdir():
-        if child.is_dir():
+        if child.is_dir() and not _grader_alive(child.name):
             with suppress(OSError):
                 if not (child / "cgroup.procs").read_text().strip():
                     child.rmdir()

@@ -229,9 +229,18 @@ class Worker:
     # ----- student processes -------------------------------------------------------------------------------------
     def fork(self, *, rlimits: dict[str, int | None], home: str | None = None,
              timeout: float = CONTROL_SECONDS) -> Forked:
-        """A new student process with these rlimits, its working folder ``home`` (the sandbox's /tmp by default)."""
+        """A new student process with these rlimits, its working folder ``home`` (the sandbox's /tmp by default).
+
+        A zygote found dead (killed between two submissions, say) is replaced once, in a fresh sandbox."""
         if not self.alive:
             self.start()
+        try:
+            return self._fork(rlimits=rlimits, home=home, timeout=timeout)
+        except WorkerLost:
+            self.start()
+            return self._fork(rlimits=rlimits, home=home, timeout=timeout)
+
+    def _fork(self, *, rlimits: dict[str, int | None], home: str | None, timeout: float) -> Forked:
         self.forks += 1
         ident = self.forks
         child_read, grader_write = os.pipe()

@@ -1,0 +1,154 @@
+"""Warm workers: a zygote that imported torch once forks every student process, and one submission in a worker
+leaves nothing behind for the next one (processes, files, shared memory), cannot reach the zygote, and a lost
+zygote is replaced without costing anyone their result."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from grader.discover import read_program
+from grader.execute import Limits, Returned, StudentCode, StudentProcess, isolation
+from grader.execute.workers import Worker, WorkerPool
+
+LIMITS = Limits(call_seconds=5.0, unit_seconds=5.0, submission_seconds=60.0)
+SANDBOX = isolation.detect("auto")
+needs_namespaces = pytest.mark.skipif(SANDBOX.bwrap is None, reason="bubblewrap is not usable on this machine")
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[Worker]:
+    pool = WorkerPool(size=1, sandbox=SANDBOX, limits=LIMITS)
+    with pool, pool.acquire() as one:
+        one.start()
+        yield one
+
+
+def plain(value: Returned) -> object:
+    """What came back, as Python values (sequences as lists)."""
+    return [plain(item) for item in value.items] if value.kind == "sequence" else value.value
+
+
+def run(worker: Worker, source: str, *calls: str) -> list:
+    """Load ``source`` in a process forked by ``worker``, call each named function once, kill the process."""
+    program = read_program(source.encode(), kind="python", name="student.py", written_ids=[])
+    with StudentProcess(limits=LIMITS, deadline=time.monotonic() + 60, worker=worker) as process:
+        process.start()
+        units = process.load(units=program.wire_units(), module_name=program.module_name, stop_on_exit=True,
+                             withheld=())
+        assert all(u.status == "ok" for u in units), [u.error_message for u in units]
+        with process.question(provided_source=None, provided_names=()) as session:
+            code = StudentCode(session)
+            return [plain(code.function(name)()) for name in calls]
+
+
+PROBE = """
+import os
+
+def status():
+    with open("/proc/self/status") as handle:
+        fields = dict(line.rstrip("\\n").split(":\\t", 1) for line in handle if ":\\t" in line)
+    return [fields[key].strip() for key in ("Uid", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs")]
+
+def zygote():
+    # The warm worker that forked this submission: the parent of the question's parent.
+    with open(f"/proc/{os.getppid()}/status") as handle:
+        pid = int(next(line.split()[1] for line in handle if line.startswith("PPid:")))
+    try:
+        os.kill(pid, 0)
+        signalled = "signalled"
+    except PermissionError:
+        signalled = "refused"
+    try:
+        open(f"/proc/{pid}/mem", "rb").close()
+        memory = "opened"
+    except PermissionError:
+        memory = "refused"
+    return [signalled, memory]
+"""
+
+
+@needs_namespaces
+@pytest.mark.skipif(SANDBOX.student_uid is None, reason="the grader is not root: students share the worker's uid")
+def test_a_forked_student_process_is_uid_65534_with_no_capabilities_and_cannot_touch_the_zygote(worker: Worker) -> None:
+    status, zygote = run(worker, PROBE, "status", "zygote")
+    uid, *caps, no_new_privs = status
+    assert uid.split() == ["65534"] * 4
+    assert caps == ["0000000000000000"] * 5
+    assert no_new_privs == "1"
+    assert zygote == ["refused", "refused"]
+
+
+LEAVE_BEHIND = """
+import ctypes, os, time
+
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv("/bin/sleep", ["sleep", "424242"])
+    os._exit(0)
+os.wait()
+with open("/tmp/left-by-a", "w") as handle:
+    handle.write("a's notes")
+os.makedirs("/tmp/locked/inner")
+os.chmod("/tmp/locked", 0)
+with open("/dev/shm/segment", "w") as handle:
+    handle.write("shared")
+libc = ctypes.CDLL(None)
+SEGMENT = libc.shmget(0x5EED, 4096, 0o1666)
+zygote_pid = os.getppid()
+try:
+    os.kill(zygote_pid, signal := 19)  # SIGSTOP: a worker that stops would stall everyone after this student
+    STOPPED = "stopped"
+except PermissionError:
+    STOPPED = "refused"
+
+def report():
+    return [SEGMENT >= 0, STOPPED]
+"""
+
+LOOK_AROUND = """
+import os
+
+def look():
+    sleepers = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    if b"424242" in handle.read():
+                        sleepers.append(entry)
+            except OSError:
+                pass
+    with open("/proc/sysvipc/shm") as handle:
+        segments = len(handle.read().splitlines()) - 1
+    return [sorted(os.listdir("/tmp")), sorted(os.listdir("/dev/shm")), sleepers, segments]
+"""
+
+
+@needs_namespaces
+def test_the_next_submission_in_a_worker_finds_nothing_the_last_one_left(worker: Worker) -> None:
+    ((made_segment, stopped),) = run(worker, LEAVE_BEHIND, "report")
+    assert made_segment
+    if SANDBOX.student_uid is not None:
+        assert stopped == "refused"  # another uid: students cannot signal the zygote
+    assert worker.clean()
+    ((tmp, shm, sleepers, segments),) = run(worker, LOOK_AROUND, "look")
+    assert (tmp, shm, sleepers, segments) == ([], [], [], 0)
+
+
+def test_a_lost_zygote_is_replaced_and_the_submission_is_still_graded() -> None:
+    with WorkerPool(size=1, sandbox=SANDBOX, limits=LIMITS) as pool:
+        with pool.acquire() as one:
+            one.start()
+            first = one.host_pid
+            assert first is not None
+            os.kill(first, signal.SIGKILL)  # what the OOM killer or a bug would do
+            assert run(one, "def f():\n    return 42\n", "f") == [42]
+            assert one.host_pid not in (None, first)
+        with pool.acquire() as again:
+            assert again.alive  # the replacement was kept for the next submission

@@ -12,8 +12,11 @@ from grader.layout import SOLUTIONS_DIR
 def _gradescope(args: argparse.Namespace) -> int:
     out = Path(args.out or f"out/gradescope/{args.assignment}/autograder.zip")
     built = build_autograder_zip(args.assignment, out, solutions_dir=Path(args.solutions))
+    provided = [n for n in built.names if n.startswith("assignments/")]
+    also = f" and its provided {', '.join(provided)}" if provided else ""
     print(f"Wrote {built.path} ({built.size / 1024:.0f} KiB, {len(built.names)} files): setup.sh, run_autograder, "
-          f"the grader, and {len(built.solutions)} files of solutions/{built.assignment}/ (no other assignment's).")
+          f"the grader, {len(built.solutions)} files of solutions/{built.assignment}/{also} (no other "
+          f"assignment's solutions, no tests).")
     print("Upload it on Gradescope: a Programming Assignment > Configure Autograder > Zip file upload, base image "
           "Ubuntu 22.04 or newer; students upload their notebook or .py file. Hidden checks are shown to students "
           "after you publish the grades.")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -247,3 +249,20 @@ def test_lms_csv_numbers_are_plain_decimals(tmp_path: Path) -> None:
 
     write_lms_csv(tmp_path / "lms.csv", [result("zoe", 20 / 3), result("amy", 0.0), result("ben", 27.5)])
     assert (tmp_path / "lms.csv").read_text() == "student_id,score,out_of\namy,0,30\nben,27.5,30\nzoe,6.6667,30\n"
+
+
+def test_grade_command_says_which_layout_it_read(tmp_path: Path) -> None:
+    submitted = tmp_path / "course" / "submitted"
+    (submitted / "alice" / "week10").mkdir(parents=True)
+    shutil.copy(SAMPLES / "textbook.ipynb", submitted / "alice" / "week10" / "week10.ipynb")
+    write(submitted, "alice/week10/timestamp.txt", "2024-03-01 12:00:00.000000 UTC\n")
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "grader", "grade", ASSIGNMENT, str(tmp_path / "course"), "--out",
+                           str(out), "--jobs", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Submissions: nbgrader's layout in submitted/ (detected: submitted/<student>/<assignment>/)" in done.stdout
+    assert "alice" in done.stdout and "100 / 100" in done.stdout
+    assert (out / "lms.csv").read_text() == "student_id,score,out_of\nalice,100,100\n"
+    named = subprocess.run([sys.executable, "-m", "grader", "grade", ASSIGNMENT, str(tmp_path / "course"), "--out",
+                            str(out), "--layout", "gradescope"], capture_output=True, text=True, timeout=300)
+    assert named.returncode == 2 and "holds no submission_metadata.yml" in named.stderr

@@ -7,10 +7,12 @@ the values it expected (shown to the instructor only).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from grader.check.compare import compare_tensor
-from grader.errors import WrongAnswer
+from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute.student import StudentCode
 from grader.execute.values import Returned
 from grader.results import Heatmap, TensorDiff
@@ -34,13 +36,16 @@ def describe_array(array: np.ndarray, limit: int = 600) -> str:
 
 
 class CheckContext:
-    def __init__(self, *, student: StudentCode, seed: int) -> None:
+    def __init__(self, *, student: StudentCode, seed: int, forced: Mapping[str, int] | None = None) -> None:
         self.student = student
         student.calls.clear()  # the trace and the replies are this check's: earlier checks logged theirs
         student.replies.clear()
         self.met = 0  # expectations met so far: a replay that gets further agrees with what failed here
         self.seed = seed
         self.rng = np.random.default_rng(seed)
+        # Sizes the runner imposes when it looks for a smaller failing case, and the sizes this run used.
+        self.forced = dict(forced or {})
+        self.drawn: dict[str, int] = {}
         self.heatmaps: list[Heatmap] = []
         self.diff: TensorDiff | None = None
         self.tables: list[TensorDiff] = []
@@ -50,6 +55,28 @@ class CheckContext:
     @property
     def trace(self) -> tuple[str, ...]:
         return (*self.student.calls, *self.expected)
+
+    def sizes(self, **dimensions: tuple[int, int] | int) -> tuple[int, ...]:
+        """The check's sizes, by name: a (low, high) pair is drawn from ``ctx.rng`` as ``int(rng.integers(low,
+        high))`` would draw it, in the order given; a plain int is a fixed size. When the check fails on values, the
+        runner runs it again with smaller sizes forced (down to 1) to find the smallest that still fails, so name
+        every size the inputs depend on, and only those (``batch=(2, 5), keys=(2, 10)``)."""
+        sizes = []
+        for name, dimension in dimensions.items():
+            if name in self.drawn:
+                raise ConfigurationError(f"the size {name!r} is drawn twice in one check")
+            if isinstance(dimension, tuple):
+                low, high = dimension
+                # Drawn even when forced, so the values drawn after it come from the same place in the stream.
+                size = int(self.rng.integers(low, high))
+                ceiling = high - 1
+            else:
+                size = ceiling = int(dimension)
+            if name in self.forced:  # clamped: a range may depend on a size forced smaller (a chunk of n keys)
+                size = max(1, min(self.forced[name], ceiling))
+            self.drawn[name] = size
+            sizes.append(size)
+        return tuple(sizes)
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
                       rtol: float = 1e-4, atol: float = 1e-5, attention: bool | tuple[str, str] = False,

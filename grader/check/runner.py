@@ -3,6 +3,12 @@
 A check that times out or kills the process costs only that check: the runner starts the submission again and
 goes on with the next one. Questions graded with a reference (``graded_with_reference``) are, when the owning
 question lost points, also run with the student's own code, so the report can say what the reference changed.
+
+A check that draws its sizes with ``ctx.sizes`` and fails on values is run again in the same fork with smaller
+sizes forced, to find the smallest input that still fails the same way (``SmallestCase``), for the student to
+reproduce by hand. The search is greedy and bounded (``SHRINK_ATTEMPTS`` runs, ``SHRINK_SECONDS``), deterministic
+(every run is seeded with the check's seed), and never changes the score; a run that hangs or crashes ends it, and
+the next check gets a fresh process as after any crashed check.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from grader.check.context import CheckContext
@@ -36,7 +42,11 @@ from grader.results import (
     CheckResult,
     Diagnosis,
     QuestionResult,
+    SmallestCase,
 )
+
+SHRINK_ATTEMPTS = 40  # smaller runs of one failing check, at most
+SHRINK_SECONDS = 5.0  # and the time they may take together
 
 
 @dataclass
@@ -189,10 +199,10 @@ class SubmissionRunner:
                 with process.question(provided_source=source, provided_names=provided) as session:
                     code = StudentCode(session, load_hint=self._load_hint())
                     while pending:
-                        result = self._run_check(pending.pop(0), code)
+                        result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)
-                        if result.status in (TIMEOUT, CRASHED):
-                            break
+                        if result.status in (TIMEOUT, CRASHED) or self.process is not process:
+                            break  # the process is gone (a run looking for a smaller failing case may end it too)
                     if process.alive and not session.ended:
                         output = session.end()
                         if output is not None:
@@ -219,10 +229,44 @@ class SubmissionRunner:
             return Diagnosis(variant.id, variant.name, variant.explanation)
         return None
 
+    def _shrink(self, check: CheckSpec, seed: int, code: StudentCode,
+                failed: CheckContext) -> tuple[SmallestCase | None, str | None]:
+        """The smallest sizes at which the check still fails at the same expectation: greedy, one size at a time
+        (1, then half, then one less), again until nothing shrinks; None when no smaller size fails. And a note for
+        the check when the code hung or crashed at a smaller size, which ends the search."""
+        public = check.visibility == PUBLIC
+        best = dict(failed.drawn)
+        found: tuple[CheckContext, WrongAnswer] | None = None
+        tried: set[tuple[tuple[str, int], ...]] = set()
+        stop = min(time.monotonic() + SHRINK_SECONDS, self.deadline)
+        shrinking = True
+        while shrinking:
+            shrinking = False
+            for name in list(best):
+                for size in sorted({1, best[name] // 2, best[name] - 1} - {0}):
+                    trial = {**best, name: size}
+                    if size >= best[name] or tuple(trial.items()) in tried:
+                        continue
+                    if len(tried) >= SHRINK_ATTEMPTS or time.monotonic() >= stop:
+                        return _smallest(found, failed, public, len(tried)), None
+                    tried.add(tuple(trial.items()))
+                    try:
+                        run, failure = run_at_sizes(check, seed, code, trial)
+                    except (CallTimedOut, ProcessDied) as exc:
+                        self.close()  # the next check starts the submission again, as after a crashed check
+                        what = "ran past its time limit" if isinstance(exc, CallTimedOut) else "ended the process"
+                        note = (f"Looking for a smaller failing case, your code {what} at "
+                                f"{SmallestCase.describe(tuple(trial.items()))}, so the search stopped there.")
+                        return _smallest(found, failed, public, len(tried)), note
+                    if failure is not None and run.met == failed.met and run.drawn.get(name, size) < best[name]:
+                        best, found, shrinking = dict(run.drawn), (run, failure), True
+                        break
+        return _smallest(found, failed, public, len(tried)), None
+
     def _seed(self, check: CheckSpec) -> int:
         return check_seed(self.assignment.name, self.student, check.id)
 
-    def _run_check(self, check: CheckSpec, code: StudentCode) -> CheckResult:
+    def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
         seed = self._seed(check)
         public = check.visibility == PUBLIC
         context = CheckContext(student=code, seed=seed)
@@ -245,7 +289,12 @@ class SubmissionRunner:
                 diagnosis = Diagnosis(named.id, named.name, named.explanation)
             else:
                 diagnosis = self._diagnose(check, seed, code, context)
-            return outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
+            result = outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
+            if shrink and context.drawn:  # after the diagnosis, which replays this run's answers
+                smallest, note = self._shrink(check, seed, code, context)
+                result = dataclasses.replace(result, smallest=smallest,
+                                             notes=(*result.notes, note) if note else result.notes)
+            return result
         except StudentRaised as exc:
             return outcome(ERROR, exc.message, f"your code raised {exc.exc_type}", exc.detail)
         except CallTimedOut as exc:
@@ -260,3 +309,30 @@ class SubmissionRunner:
             message = "the grader failed on this check (not your fault); your instructor has the details"
             return outcome(INTERNAL, message, message, traceback.format_exc())
         return outcome(PASSED, "passed", "passed", "passed")
+
+
+def run_at_sizes(check: CheckSpec, seed: int, code: StudentCode,
+                 sizes: Mapping[str, int]) -> tuple[CheckContext, WrongAnswer | None]:
+    """The check run again, seeded as before, with ``sizes`` forced on its ``ctx.sizes``: its context, and the wrong
+    answer it found, if it found one. A hang or a crash raises (CallTimedOut, ProcessDied)."""
+    run = CheckContext(student=code, seed=seed, forced=sizes)
+    try:
+        code.seed(seed)
+        check.run(run)
+    except WrongAnswer as exc:
+        return run, exc
+    except (CallTimedOut, ProcessDied, ConfigurationError):
+        raise
+    except Exception:  # the code raised at these sizes, or the check cannot run on them: not the same failure
+        return run, None
+    return run, None
+
+
+def _smallest(found: tuple[CheckContext, WrongAnswer] | None, failed: CheckContext, public: bool,
+              attempts: int) -> SmallestCase | None:
+    if found is None:
+        return None
+    run, failure = found
+    diff = run.diff or next((table for table in run.tables if table.bad), None)
+    return SmallestCase(tuple(run.drawn.items()), tuple(failed.drawn.items()),
+                        failure.message if public else failure.hint, failure.message, run.trace, diff, attempts)

@@ -59,10 +59,21 @@ def toy_inputs(rng: np.random.Generator, query_size: int) -> tuple[np.ndarray, .
     return queries, keys, values, np.array([2, 6])
 
 
-def random_sizes(rng: np.random.Generator) -> dict[str, int]:
-    return {"batch": int(rng.integers(2, 5)), "queries": int(rng.integers(1, 7)), "keys": int(rng.integers(2, 10)),
-            "query_size": int(rng.integers(2, 9)), "key_size": int(rng.integers(2, 9)),
-            "value_size": int(rng.integers(1, 7)), "hiddens": int(rng.integers(2, 9))}
+# The ranges random checks draw their sizes from ([low, high), as rng.integers). "features" is one size for the
+# queries and the keys, "queries_and_keys" one count for both (self-attention).
+SIZES = {"batch": (2, 5), "queries": (1, 7), "keys": (2, 10), "queries_and_keys": (2, 10), "query_size": (2, 9),
+         "key_size": (2, 9), "features": (2, 9), "value_size": (1, 7), "hiddens": (2, 9)}
+
+
+def random_sizes(ctx: CheckContext, *names: str) -> dict[str, int]:
+    """The named sizes, drawn with ctx.sizes (so a failing check can be run again smaller), in the order given;
+    a shared size fills both of the sizes it stands for."""
+    sizes = dict(zip(names, ctx.sizes(**{name: SIZES[name] for name in names})))
+    if "features" in sizes:
+        sizes["query_size"] = sizes["key_size"] = sizes["features"]
+    if "queries_and_keys" in sizes:
+        sizes["queries"] = sizes["keys"] = sizes["queries_and_keys"]
+    return sizes
 
 
 def forward(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray | None,
@@ -97,18 +108,20 @@ def q1_no_valid_lens(ctx: CheckContext) -> None:
     expect_masked_softmax(ctx, ctx.rng.normal(size=(2, 3, 5)), None)
 
 
+def random_masked_softmax(ctx: CheckContext, valid_ndim: int) -> None:
+    batch, queries, keys = ctx.sizes(batch=SIZES["batch"], queries=SIZES["queries"], keys=SIZES["keys"])
+    X = ctx.rng.normal(0, 3, (batch, queries, keys))
+    expect_masked_softmax(ctx, X, valid_lens_for(ctx.rng, batch, queries, keys, valid_ndim))
+
+
 @check("q1", points=4, visibility=HIDDEN, title="random shapes, 1-D valid_lens")
 def q1_random_1d(ctx: CheckContext) -> None:
-    s = random_sizes(ctx.rng)
-    X = ctx.rng.normal(0, 3, (s["batch"], s["queries"], s["keys"]))
-    expect_masked_softmax(ctx, X, valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], 1))
+    random_masked_softmax(ctx, 1)
 
 
 @check("q1", points=4, visibility=HIDDEN, title="random shapes, 2-D valid_lens")
 def q1_random_2d(ctx: CheckContext) -> None:
-    s = random_sizes(ctx.rng)
-    X = ctx.rng.normal(0, 3, (s["batch"], s["queries"], s["keys"]))
-    expect_masked_softmax(ctx, X, valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], 2))
+    random_masked_softmax(ctx, 2)
 
 
 @check("q1", points=4, visibility=HIDDEN, title="large scores (numerical stability)")
@@ -129,8 +142,10 @@ def additive(ctx: CheckContext, *, query_size: int, key_size: int, hiddens: int,
     return model, weights
 
 
-def additive_case(ctx: CheckContext, valid_ndim: int, *, check_weights: bool = True) -> None:
-    s = random_sizes(ctx.rng)
+def additive_case(ctx: CheckContext, valid_ndim: int, *, one_size: bool = False) -> None:
+    """Random sizes; ``one_size``: queries and keys of one size, where code that swaps W_q and W_k still runs."""
+    s = random_sizes(ctx, "batch", "queries", "keys", *(("features",) if one_size else ("query_size", "key_size")),
+                     "value_size", "hiddens")
     model, w = additive(ctx, query_size=s["query_size"], key_size=s["key_size"], hiddens=s["hiddens"])
     model.eval()
     inputs = (ctx.rng.normal(size=(s["batch"], s["queries"], s["query_size"])),
@@ -138,7 +153,7 @@ def additive_case(ctx: CheckContext, valid_ndim: int, *, check_weights: bool = T
               ctx.rng.normal(size=(s["batch"], s["keys"], s["value_size"])))
     valid = valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], valid_ndim)
     expected = ref.additive_attention(*inputs, valid, w["W_q.weight"], w["W_k.weight"], w["w_v.weight"])
-    forward(ctx, model, "AdditiveAttention", inputs, valid, expected, check_weights=check_weights)
+    forward(ctx, model, "AdditiveAttention", inputs, valid, expected)
 
 
 @check("q2", points=6, title="toy example: output rows [2, 3, 4, 5] and [10, 11, 12, 13]")
@@ -185,9 +200,9 @@ def q2_random_1d(ctx: CheckContext) -> None:
     additive_case(ctx, 1)
 
 
-@check("q2", points=4, visibility=HIDDEN, title="random shapes, 2-D valid_lens")
+@check("q2", points=4, visibility=HIDDEN, title="random shapes, 2-D valid_lens, queries and keys of one size")
 def q2_random_2d(ctx: CheckContext) -> None:
-    additive_case(ctx, 2)
+    additive_case(ctx, 2, one_size=True)
 
 
 def expect_dropout(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray, *,
@@ -238,11 +253,13 @@ def q2_dropout_in_training(ctx: CheckContext) -> None:
 
 
 # ----- q3 DotProductAttention ------------------------------------------------------------------------------------
-def dot_case(ctx: CheckContext, valid_ndim: int, *, omit_valid_lens: bool = False) -> None:
-    s = random_sizes(ctx.rng)
+def dot_case(ctx: CheckContext, valid_ndim: int, *, omit_valid_lens: bool = False, square: bool = False) -> None:
+    """Random sizes; ``square``: as many queries as keys (self-attention), where code that swaps them still runs."""
+    s = random_sizes(ctx, "batch", *(("queries_and_keys",) if square else ("queries", "keys")), "features",
+                     "value_size")
     model = ctx.student.construct("DotProductAttention", dropout=0.1)
     model.eval()
-    d = s["query_size"]
+    d = s["features"]
     inputs = (ctx.rng.normal(size=(s["batch"], s["queries"], d)), ctx.rng.normal(size=(s["batch"], s["keys"], d)),
               ctx.rng.normal(size=(s["batch"], s["keys"], s["value_size"])))
     valid = valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], valid_ndim)
@@ -285,9 +302,9 @@ def q3_random_1d(ctx: CheckContext) -> None:
     dot_case(ctx, 1)
 
 
-@check("q3", points=4, visibility=HIDDEN, title="random shapes, 2-D valid_lens")
+@check("q3", points=4, visibility=HIDDEN, title="random shapes, 2-D valid_lens, as many queries as keys")
 def q3_random_2d(ctx: CheckContext) -> None:
-    dot_case(ctx, 2)
+    dot_case(ctx, 2, square=True)
 
 
 @check("q3", points=2, title="eval mode is deterministic (dropout off)")
@@ -335,13 +352,16 @@ def q4_fixed_case(ctx: CheckContext) -> None:
     bilinear_case(ctx, sizes, np.array([2, 4]))
 
 
+def random_bilinear(ctx: CheckContext, valid_ndim: int) -> None:
+    s = random_sizes(ctx, "batch", "queries", "keys", "query_size", "key_size", "value_size")
+    bilinear_case(ctx, s, valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], valid_ndim))
+
+
 @check("q4", points=5, visibility=HIDDEN, title="random shapes, 1-D valid_lens")
 def q4_random_1d(ctx: CheckContext) -> None:
-    s = random_sizes(ctx.rng)
-    bilinear_case(ctx, s, valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], 1))
+    random_bilinear(ctx, 1)
 
 
 @check("q4", points=5, visibility=HIDDEN, title="random shapes, 2-D valid_lens")
 def q4_random_2d(ctx: CheckContext) -> None:
-    s = random_sizes(ctx.rng)
-    bilinear_case(ctx, s, valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], 2))
+    random_bilinear(ctx, 2)

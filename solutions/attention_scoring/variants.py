@@ -6,9 +6,11 @@ Mistakes no reference computation shows (a bias that should not be there, dropou
 registered with ``misconception`` and named by the check that recognises them (checks.py). q4.transposed_W is both: a
 variant (replays find it when W is square) that q4.parameter_shape also names when W has shape (key_size, query_size).
 
-Left out, because the checks cannot tell them by their values: W_q and W_k swapped, and keys and queries transposed,
-raise a shape error whenever the sizes differ (in every fixed case, and in most random ones); dropout in eval mode in
-BilinearAttention has no check of its own (q4 has no eval-mode check).
+W_q and W_k swapped (q2), and keys and queries transposed (q3), raise a shape error wherever the sizes they confuse
+differ, which says nothing about the cause; each question has one random check where they agree (q2.random_2d:
+queries and keys of one size; q3.random_2d: as many queries as keys, as in self-attention), where such code runs,
+returns wrong values, and the replay names the mistake. Left out: dropout in eval mode in BilinearAttention has no
+check of its own (q4 has no eval-mode check).
 """
 
 from __future__ import annotations
@@ -150,6 +152,17 @@ def q2_relu_for_tanh(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, 
     return additive_with(lambda x: np.maximum(x, 0.0), queries, keys, values, valid_lens, W_q, W_k, w_v)
 
 
+@variant("q2", replaces=ref.additive_attention, name="W_q and W_k swapped",
+         explain="Your additive score applies W_q to the keys and W_k to the queries: a(q, k) = w_v^T tanh(W_q q + "
+                 "W_k k), so W_q (query_size -> num_hiddens) takes the queries and W_k takes the keys.",
+         mutation=[("queries, self.W_q.weight)", "queries, self.W_k.weight)"),
+                   ("keys, self.W_k.weight)", "keys, self.W_q.weight)")])
+def q2_swapped_W_q_W_k(queries: np.ndarray, keys: np.ndarray, values: np.ndarray, valid_lens: np.ndarray | None,
+                       W_q: np.ndarray, W_k: np.ndarray, w_v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Runs only when the queries and keys have one size (then W_q and W_k have one shape), as the student's does."""
+    return additive_with(np.tanh, queries, keys, values, valid_lens, W_k, W_q, w_v)
+
+
 misconception("q2", "bias_present", name="biases in W_q, W_k or w_v",
               explain="Your W_q, W_k or w_v has a bias term, which the additive score a(q, k) = w_v^T tanh(W_q q + "
                       "W_k k) does not have: create the three layers with bias=False (nn.Linear or nn.LazyLinear).",
@@ -197,6 +210,18 @@ def q3_unscaled(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
 def q3_divided_by_d(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
                     valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     return attend(dot_scores(queries, keys) / np.shape(queries)[-1], values, valid_lens)
+
+
+@variant("q3", replaces=ref.dot_product_attention, name="keys and queries transposed",
+         explain="Your scores are K Q^T, (batch, keys, queries), the transpose of what they should be: row i must "
+                 "compare query i with every key, queries @ keys.transpose(1, 2) / sqrt(d), so that the softmax runs "
+                 "over the keys.",
+         mutation=[("torch.einsum('bqd,bkd->bqk', queries, keys)", "torch.einsum('bqd,bkd->bkq', queries, keys)")])
+def q3_keys_queries_transposed(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+                               valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Runs only with as many queries as keys, as the student's code does."""
+    scores = dot_scores(keys, queries) / np.sqrt(np.shape(queries)[-1])
+    return attend(scores, values, valid_lens)
 
 
 misconception("q3", "dropout_in_eval", name="dropout active in eval mode",

@@ -136,8 +136,9 @@ def q1_parameters(ctx: CheckContext) -> None:
 
 @check("q1", points=5, visibility=HIDDEN, title="random sizes")
 def q1_random(ctx: CheckContext) -> None:
-    run_additive(ctx, n=int(ctx.rng.integers(2, 30)), input_dim=int(ctx.rng.integers(2, 12)),
-                 hidden_dim=int(ctx.rng.integers(2, 16)), value_dim=int(ctx.rng.integers(1, 9)))
+    n, input_dim, hidden_dim, value_dim = ctx.sizes(keys=(2, 30), input_dim=(2, 12), hidden_dim=(2, 16),
+                                                    value_dim=(1, 9))
+    run_additive(ctx, n=n, input_dim=input_dim, hidden_dim=hidden_dim, value_dim=value_dim)
 
 
 # ----- q2 MultiHeadAdditiveAttention -----------------------------------------------------------------------------
@@ -183,8 +184,9 @@ def q2_one_head(ctx: CheckContext) -> None:
 
 @check("q2", points=7, visibility=HIDDEN, title="random sizes")
 def q2_random(ctx: CheckContext) -> None:
-    run_multi_head(ctx, n=int(ctx.rng.integers(1, 20)), input_dim=int(ctx.rng.integers(2, 10)),
-                   hidden_dim=int(ctx.rng.integers(2, 12)), num_heads=int(ctx.rng.integers(2, 6)))
+    n, input_dim, hidden_dim, num_heads = ctx.sizes(keys=(1, 20), input_dim=(2, 10), hidden_dim=(2, 12),
+                                                    heads=(2, 6))
+    run_multi_head(ctx, n=n, input_dim=input_dim, hidden_dim=hidden_dim, num_heads=num_heads)
 
 
 # ----- q3 chunked_additive_attention -----------------------------------------------------------------------------
@@ -237,8 +239,10 @@ def q3_one_big_chunk(ctx: CheckContext) -> None:
 
 @check("q3", points=4, visibility=HIDDEN, title="random sizes and chunk size, large scores")
 def q3_random(ctx: CheckContext) -> None:
-    n = int(ctx.rng.integers(2, 3000))
-    run_chunked(ctx, n=n, chunk_size=int(ctx.rng.integers(1, n + 1)), hidden_dim=int(ctx.rng.integers(2, 12)))
+    n, = ctx.sizes(keys=(2, 3000))
+    chunk_size, hidden_dim, input_dim, value_dim = ctx.sizes(chunk_size=(1, n + 1), hidden_dim=(2, 12), input_dim=6,
+                                                             value_dim=5)
+    run_chunked(ctx, n=n, chunk_size=chunk_size, input_dim=input_dim, hidden_dim=hidden_dim, value_dim=value_dim)
 
 
 @check("q3", points=7, title="a million keys under torch.no_grad() within a memory budget (no (n, hidden_dim) tensor)")

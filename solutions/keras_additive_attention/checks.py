@@ -86,9 +86,9 @@ def compare(ctx: CheckContext, model: StudentObject, query: np.ndarray, value: n
     ctx.expect_tensor(f"the output{suffix}", output, expected[0])
 
 
-def random_shape(ctx: CheckContext) -> tuple[int, int, int, int]:
-    return (int(ctx.rng.integers(1, 4)), int(ctx.rng.integers(1, 7)), int(ctx.rng.integers(2, 8)),
-            int(ctx.rng.integers(1, 6)))
+def random_shape(ctx: CheckContext) -> tuple[int, ...]:
+    """batch, Tq, Tv and dim, drawn with ctx.sizes so that a failing check can be run again smaller."""
+    return ctx.sizes(batch=(1, 4), queries=(1, 7), values=(2, 8), dim=(1, 6))
 
 
 # ----- q1 scores and output --------------------------------------------------------------------------------------

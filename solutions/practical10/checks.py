@@ -99,7 +99,7 @@ def q1_practical(ctx: CheckContext) -> None:
 
 @check("q1", points=5, visibility=HIDDEN, title="random q and X of other sizes (scaled by sqrt(d))")
 def q1_random(ctx: CheckContext) -> None:
-    n, d = int(ctx.rng.integers(2, 9)), int(ctx.rng.integers(4, 9))
+    n, d = ctx.sizes(rows=(2, 9), features=(4, 9))
     run_scaled(ctx, ctx.rng.normal(size=d), ctx.rng.normal(size=(n, d)), show=False, tolerance={})
 
 
@@ -129,7 +129,7 @@ def q2_key_size(ctx: CheckContext) -> None:
 
 @check("q2", points=4, visibility=HIDDEN, title="random sizes")
 def q2_random(ctx: CheckContext) -> None:
-    n, d, d_k, d_v = (int(ctx.rng.integers(low, high)) for low, high in ((2, 8), (2, 6), (1, 6), (1, 6)))
+    n, d, d_k, d_v = ctx.sizes(rows=(2, 8), features=(2, 6), d_k=(1, 6), d_v=(1, 6))
     run_self_attention(ctx, ctx.rng.normal(size=(n, d)), ctx.rng.normal(size=(d, d_k)),
                        ctx.rng.normal(size=(d, d_k)), ctx.rng.normal(size=(d, d_v)), show=False, tolerance={})
 
@@ -150,7 +150,7 @@ def q3_practical(ctx: CheckContext) -> None:
 
 @check("q3", points=5, visibility=HIDDEN, title="three random heads")
 def q3_random(ctx: CheckContext) -> None:
-    n, d, d_k, d_v = 5, 4, int(ctx.rng.integers(1, 5)), int(ctx.rng.integers(1, 5))
+    n, d, d_k, d_v = ctx.sizes(rows=5, features=4, d_k=(1, 5), d_v=(1, 5))
     heads = [tuple(ctx.rng.normal(size=(d, size)) for size in (d_k, d_k, d_v)) for _ in range(3)]
     run_heads(ctx, ctx.rng.normal(size=(n, d)), heads, ctx.rng.normal(size=(3 * d_v, 6)), show=False,
               tolerance={})
@@ -212,9 +212,9 @@ def q4_one_step(ctx: CheckContext) -> None:
 
 @check("q4", points=8, visibility=HIDDEN, title="random sizes and padding")
 def q4_random(ctx: CheckContext) -> None:
-    batch, source = int(ctx.rng.integers(1, 6)), int(ctx.rng.integers(1, 10))
-    run_attention(ctx, batch=batch, steps=int(ctx.rng.integers(1, 8)), source=source,
-                  hidden=int(ctx.rng.integers(1, 9)), lengths=list(ctx.rng.integers(1, source + 1, size=batch)))
+    batch, source, steps, hidden = ctx.sizes(batch=(1, 6), source=(1, 10), steps=(1, 8), hidden=(1, 9))
+    run_attention(ctx, batch=batch, steps=steps, source=source, hidden=hidden,
+                  lengths=list(ctx.rng.integers(1, source + 1, size=batch)))
 
 
 def evaluation_strings(rng: np.random.Generator, n: int) -> list[str]:

@@ -1,0 +1,227 @@
+"""The smallest failing case: a failing random check is run again with smaller sizes until it no longer fails the
+same way, in the real sandbox, and the report shows what a student may see of it.
+
+The fixture assignment tests/fixtures/solutions/shrink checks a row-wise softmax on random sizes, once public and
+once hidden; the attention_scoring sample class shows the same on the real checks (test_sample_class.py).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from markupsafe import escape
+
+from grader.check import load_assignment
+from grader.check.context import CheckContext
+from grader.check.runner import SubmissionRunner, run_at_sizes
+from grader.check.seeds import check_seed
+from grader.check.spec import Assignment
+from grader.discover import Submission, read_submission
+from grader.errors import ConfigurationError
+from grader.execute.student import StudentCode
+from grader.pipeline import ClassRun, grade_submission
+from grader.record.gradescope import gradescope_results
+from grader.record.result_json import result_from_json, result_to_json
+from grader.report import render_instructor_report, render_student_report
+from grader.results import CheckResult, SmallestCase, SubmissionResult
+
+from .conftest import FIXTURE_SOLUTIONS, SAMPLES, write
+from .sample_classes import by_student
+
+SOFTMAX_OVER_COLUMNS = """
+    import torch
+
+    def softmax_rows(X):
+        return torch.softmax(X, dim=0)
+"""
+CORRECT = SOFTMAX_OVER_COLUMNS.replace("dim=0", "dim=-1")
+# Wrong on the graded sizes (at least 3 x 3); dies on anything smaller, which only the search for a smaller case sends.
+DIES_WHEN_SMALL = """
+    import os
+    import torch
+
+    def softmax_rows(X):
+        if X.shape[0] * X.shape[1] < 9:
+            os._exit(3)
+        return torch.softmax(X, dim=0)
+"""
+HANGS_WHEN_SMALL = DIES_WHEN_SMALL.replace("os._exit(3)", "while True:\n                pass")
+
+
+@pytest.fixture(scope="module")
+def shrink() -> Assignment:
+    return load_assignment("shrink", solutions_dir=FIXTURE_SOLUTIONS)
+
+
+def submission(tmp_path: Path, source: str, name: str = "student") -> Submission:
+    path = write(tmp_path, f"{name}.py", source)
+    return Submission(path.stem, path, "python", datetime.now(UTC))
+
+
+def grade(tmp_path: Path, shrink: Assignment, source: str, name: str = "student") -> SubmissionResult:
+    return grade_submission(submission=submission(tmp_path, source, name), assignment=shrink, root=tmp_path)
+
+
+def checks_of(result: SubmissionResult) -> dict[str, CheckResult]:
+    return {c.check_id: c for c in result.checks}
+
+
+def rerun_fails(assignment: Assignment, sub: Submission, check_id: str, sizes: dict[str, int]) -> bool:
+    """The check run again in a fresh process at exactly ``sizes``: does it still fail on values?"""
+    program = read_submission(sub, written_ids=[w.id for w in assignment.written])
+    runner = SubmissionRunner(assignment=assignment, student=sub.student, program=program, limits=assignment.limits)
+    spec = next(c for c in assignment.checks if c.id == check_id)
+    question = next(q for q in assignment.questions if q.id == spec.question)
+    try:
+        runner.load()
+        assert runner.process is not None
+        source = assignment.provided_source if question.provided_names else None
+        with runner.process.question(provided_source=source, provided_names=question.provided_names) as session:
+            run, failure = run_at_sizes(spec, check_seed(assignment.name, sub.student, check_id), StudentCode(session),
+                                        sizes)
+        assert run.drawn == sizes
+        return failure is not None
+    finally:
+        runner.close()
+
+
+def test_sizes_are_drawn_as_rng_integers_draws_them_and_forced_ones_keep_the_stream() -> None:
+    class Recorder:  # what CheckContext needs of the student's code to draw sizes: nothing is called
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+            self.replies: list = []
+
+    rng = np.random.default_rng(7)
+    expected = (int(rng.integers(2, 5)), int(rng.integers(1, 7)), 4)
+    after = rng.normal(size=3)
+    ctx = CheckContext(student=Recorder(), seed=7)  # type: ignore[arg-type]
+    assert ctx.sizes(batch=(2, 5), keys=(1, 7), features=4) == expected
+    assert np.array_equal(ctx.rng.normal(size=3), after)
+    assert ctx.drawn == {"batch": expected[0], "keys": expected[1], "features": 4}
+    # Forced sizes are clamped to the range's top (a range may depend on another size) and to at least 1; the
+    # stream is drawn as before, so the values after the sizes come from the same place.
+    forced = CheckContext(student=Recorder(), seed=7, forced={"batch": 1, "keys": 100, "features": 0})
+    assert forced.sizes(batch=(2, 5), keys=(1, 7), features=4) == (1, 6, 1)
+    assert np.array_equal(forced.rng.normal(size=3), after)
+    with pytest.raises(ConfigurationError, match="drawn twice"):
+        forced.sizes(batch=(1, 2))
+
+
+def test_a_failing_public_check_shows_its_smallest_case_with_inputs_answers_and_expected_values(
+        tmp_path: Path, shrink: Assignment) -> None:
+    result = grade(tmp_path, shrink, SOFTMAX_OVER_COLUMNS)
+    checks = checks_of(result)
+    public, hidden = checks["q1.random_public"], checks["q1.random_hidden"]
+    assert (public.status, hidden.status, checks["q1.uniform"].status) == ("failed", "failed", "passed")
+    assert result.score == 1  # the search never changes a score
+    # One row: a softmax over the columns axis is all ones; two columns: the row's softmax is not.
+    for check in (public, hidden):
+        smallest = check.smallest
+        assert smallest is not None and smallest.sizes == (("rows", 1), ("cols", 2)), check.check_id
+        original = dict(smallest.original)
+        assert original["rows"] >= 3 and original["cols"] >= 3 and 0 < smallest.attempts <= 40
+        assert smallest.trace[0].startswith("softmax_rows(float64 (1, 2)")
+        assert smallest.diff is not None and smallest.diff.shape == (1, 2) and smallest.diff.got == (1.0, 1.0)
+        assert smallest.detail.startswith("softmax_rows(X) differs from the reference in 2 of 2 entries")
+    assert public.smallest.message == public.smallest.detail
+    assert hidden.smallest.message == "softmax_rows(X) differs from the reference in 100% of entries"  # the hint
+    assert result_from_json(result_to_json(result)) == result  # the gradebook keeps it
+
+    report = render_student_report(result, title="Shrink")
+    instructor = render_instructor_report(result, title="Shrink")
+    graded_at = ", ".join(f"{name} {size}" for name, size in public.smallest.original)
+    assert f"<strong>Smallest failing case:</strong> rows 1, cols 2 (graded at {graded_at})." in report
+    assert str(escape(public.smallest.trace[0])) in report and str(escape(public.smallest.detail)) in report
+    # The hidden check: its sizes and hint only; the instructor sees everything.
+    assert "<strong>Smallest failing case:</strong> rows 1, cols 2.\n" in report
+    assert "This check is hidden, so its inputs are not shown" in report
+    for secret in (*hidden.smallest.trace, hidden.smallest.detail):
+        assert str(escape(secret)) not in report
+        assert str(escape(secret)) in instructor
+    outputs = {t["extra_data"]["check_id"]: t["output"] for t in gradescope_results(result)["tests"]}
+    assert outputs["q1.random_hidden"] == f"{hidden.message}\nSmallest failing case: rows 1, cols 2."
+
+
+def test_the_smallest_case_is_deterministic_and_fails_again_at_exactly_its_sizes(tmp_path: Path,
+                                                                                 shrink: Assignment) -> None:
+    first = grade(tmp_path, shrink, SOFTMAX_OVER_COLUMNS)
+    again = grade(tmp_path, shrink, SOFTMAX_OVER_COLUMNS)
+    assert [c.smallest for c in first.checks] == [c.smallest for c in again.checks]
+    smallest = checks_of(first)["q1.random_hidden"].smallest
+    assert smallest is not None
+    sub = submission(tmp_path, SOFTMAX_OVER_COLUMNS)
+    assert rerun_fails(shrink, sub, "q1.random_hidden", dict(smallest.sizes))
+    # One size smaller (a single column) and the mistake cannot show: that is why the search stopped.
+    assert not rerun_fails(shrink, sub, "q1.random_hidden", {"rows": 1, "cols": 1})
+
+
+def test_a_correct_submission_has_no_smallest_case(tmp_path: Path, shrink: Assignment) -> None:
+    result = grade(tmp_path, shrink, CORRECT)
+    assert result.score == result.max_score
+    assert all(c.smallest is None for c in result.checks)
+    assert "Smallest failing case" not in render_student_report(result, title="Shrink")
+
+
+@pytest.mark.parametrize(("source", "what"), [(DIES_WHEN_SMALL, "ended the process"),
+                                              (HANGS_WHEN_SMALL, "ran past its time limit")])
+def test_a_crash_or_hang_while_searching_costs_no_later_check(tmp_path: Path, shrink: Assignment, source: str,
+                                                             what: str) -> None:
+    result = grade(tmp_path, shrink, source)
+    checks = checks_of(result)
+    # Each random check fails as graded, its search stops at the first smaller size, and the next check runs in
+    # a fresh process: the uniform case passes as it does for the same code without the crash.
+    for check_id in ("q1.random_public", "q1.random_hidden"):
+        check = checks[check_id]
+        assert check.status == "failed" and check.smallest is None
+        cols = re.search(r"softmax_rows\(float64 \(\d+, (\d+)\)", check.trace[0]).group(1)  # as graded
+        assert check.notes == (f"Looking for a smaller failing case, your code {what} at rows 1, cols {cols}, so "
+                               "the search stopped there.",)
+    assert checks["q1.uniform"].status == "passed"
+    assert result.score == 1
+    assert "your code was started again 2 time(s) after it hung or crashed" in result.notes
+
+
+# ----- the attention_scoring sample class (graded once per session: slow) -----------------------------------------
+def sample_page(run: ClassRun, student: str, name: str = "report.html") -> str:
+    return (run.out_dir / "students" / student / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("student", "check_id"), [("mistake_softmax_axis", "q1.random_1d"),
+                                                   ("mistake_ignores_2d", "q1.random_2d")])
+def test_a_sample_mistake_has_a_smaller_failing_case_that_fails_again_and_stays_hidden(
+        sample_run: ClassRun, student: str, check_id: str) -> None:
+    result = by_student(sample_run)[student]
+    check = checks_of(result)[check_id]
+    smallest = check.smallest
+    assert check.status == "failed" and check.visibility == "hidden" and smallest is not None
+    sizes, original = dict(smallest.sizes), dict(smallest.original)
+    assert sizes.keys() == original.keys() == {"batch", "queries", "keys"}
+    assert all(sizes[n] <= original[n] for n in sizes) and any(sizes[n] < original[n] for n in sizes)
+    if student == "mistake_softmax_axis":  # one query shows a softmax over the queries; one key would hide it
+        assert smallest.sizes == (("batch", 1), ("queries", 1), ("keys", 2))
+    assignment = load_assignment("attention_scoring")
+    sub = Submission(student, SAMPLES / f"{student}.py", "python", datetime.now(UTC))
+    assert rerun_fails(assignment, sub, check_id, sizes)
+    report, instructor = sample_page(sample_run, student), sample_page(sample_run, student, "instructor.html")
+    assert f"<strong>Smallest failing case:</strong> {smallest.text}.\n" in report
+    for secret in (*smallest.trace, smallest.detail, SmallestCase.describe(smallest.original)):
+        assert str(escape(secret)) not in report
+        assert str(escape(secret)) in instructor
+
+
+@pytest.mark.slow
+def test_sample_pages_show_a_public_checks_smallest_case_and_correct_work_has_none(sample_run: ClassRun) -> None:
+    results = by_student(sample_run)
+    public = checks_of(results["mistake_no_scaling"])["q3.no_valid_lens"]  # public, random sizes
+    assert public.visibility == "public" and public.smallest is not None
+    report = sample_page(sample_run, "mistake_no_scaling")
+    assert all(str(escape(line)) in report for line in public.smallest.trace)
+    assert any(line.startswith("DotProductAttention.forward(float64 (1, ") for line in public.smallest.trace)
+    for student in ("textbook", "older_edition", "einsum_style", "magics", "noisy", "folder_student"):
+        assert all(c.smallest is None for c in results[student].checks), student
+        assert "Smallest failing case" not in sample_page(sample_run, student)

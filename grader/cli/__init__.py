@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from grader import __version__
-from grader.cli import assign, grade, gradescope
+from grader.cli import assign, check, grade, gradescope
 from grader.errors import GraderError
 
-COMMANDS = (grade, assign, gradescope)
+COMMANDS = (grade, check, assign, gradescope)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,71 @@
+"""Which assignment a single submission file is for, when a student checks their own work (``grader check``).
+
+In order: the notebook's metadata (``grader.assignment``, written into every generated template), the file's name
+(``attention_scoring.py``), then the names the file defines (``def masked_softmax``, ``class AdditiveAttention``)
+against the names each assignment's questions ask for: the assignment with the largest share of its names defined
+wins, ties going to the one with more. Nothing matching, or a tie, is an error that asks for ``--assignment``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from grader.errors import ConfigurationError
+
+
+def _metadata_assignment(path: Path) -> str | None:
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError, RecursionError):
+        return None  # not readable as a notebook: the grader's own reading will say why
+    metadata = notebook.get("metadata") if isinstance(notebook, dict) else None
+    grader = metadata.get("grader") if isinstance(metadata, dict) else None
+    name = grader.get("assignment") if isinstance(grader, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def defined_names(sources: Sequence[str]) -> set[str]:
+    """Functions and classes defined at the top level of the code units (or under an ``if``), for any that parse."""
+    names: set[str] = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        nodes = list(tree.body)
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                nodes += [*node.body, *getattr(node, "orelse", [])]
+    return names
+
+
+def infer_assignment(path: Path, *, available: Sequence[str], asks_for: Callable[[str], Sequence[str]],
+                     sources: Callable[[], Sequence[str]]) -> str:
+    """The assignment of ``path`` among ``available``; ``asks_for(name)`` gives the names an assignment's questions
+    define, ``sources()`` the submission's code units (read only when the cheap clues say nothing)."""
+    if path.suffix.lower() == ".ipynb" and (named := _metadata_assignment(path)) in available:
+        return named
+    if path.stem in available:
+        return path.stem
+    found = defined_names(sources())
+    shares: dict[str, tuple[float, int]] = {}
+    for name in available:
+        wanted = set(asks_for(name))
+        hits = len(wanted & found)
+        if wanted and hits:
+            shares[name] = (hits / len(wanted), hits)
+    which = ", ".join(available)
+    if not shares:
+        raise ConfigurationError(f"could not tell which assignment {path.name} is for: it defines none of the names "
+                                 f"an assignment asks for; name it with --assignment ({which})")
+    best = max(shares.values())
+    winners = sorted(name for name, share in shares.items() if share == best)
+    if len(winners) > 1:
+        raise ConfigurationError(f"{path.name} could be for {' or '.join(winners)}: name it with --assignment")
+    return winners[0]

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,9 @@ def test_run_autograder_writes_gradescope_results(tmp_path: Path, autograder_zip
     assert {t["visibility"] for t in hidden} == {"after_published"}
     assert {t["tags"][0] for t in tests} == {"q1", "q2", "q3", "q4"}
     assert results["score"] == sum(t["score"] for t in tests)
-    assert results["extra_data"]["submitted_at"] == "2024-03-01T14:22:32-07:00"  # created_at, not the file's time
+    # created_at (14:22:32 at -07:00), not the file's time
+    assert datetime.fromisoformat(results["extra_data"]["submitted_at"]) == datetime(2024, 3, 1, 21, 22, 32,
+                                                                                       tzinfo=UTC)
     assert results["extra_data"]["student"] == "ada@example.edu"
     assert results["extra_data"]["source"] == upload
     # What students see at once: public checks counted, no hidden check's title or message

@@ -217,7 +217,8 @@ def test_lms_csv_and_a_gradescope_export_graded_end_to_end(tmp_path: Path) -> No
     results = {r.student: r for r in run.results}
     assert sorted(results) == ["1815", "2002", "S_3", "bo@example.edu", "submission_199"]
     assert results["1815"].score == results["1815"].max_score == 100
-    assert results["1815"].submitted_at == "2024-03-01T12:00:00-08:00"  # from the export, not the file
+    # from the export, not the file (12:00 at -08:00)
+    assert datetime.fromisoformat(results["1815"].submitted_at) == datetime(2024, 3, 1, 20, 0, tzinfo=UTC)
     assert results["1815"].source == "assignment_4242_export/submission_101/attention.ipynb"
     assert results["2002"].score == results["bo@example.edu"].score < 100  # the group's wrong .py, for both
     assert any("group submission submission_102" in n for n in results["2002"].notes)

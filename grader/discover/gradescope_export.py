@@ -82,10 +82,15 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
+def safe_student_id(raw: str) -> str:
+    """``raw`` as a student id that is also a safe folder name (OUT/students/<id>/): other characters become _."""
+    return _UNSAFE.sub("_", raw.strip()).lstrip(".")
+
+
 def student_id(submitter: dict[str, Any]) -> str:
-    """The id a submitter is graded under: their SID, else e-mail, else name (made safe for a folder name)."""
-    raw = next((_text(submitter.get(k)) for k in ("sid", "email", "name") if _text(submitter.get(k))), "")
-    return _UNSAFE.sub("_", raw).lstrip(".")
+    """The id a submitter is graded under: their SID, else e-mail, else name."""
+    return safe_student_id(next((_text(submitter.get(k)) for k in ("sid", "email", "name")
+                                 if _text(submitter.get(k))), ""))
 
 
 def _who(submitter: dict[str, Any]) -> str:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 import traceback
@@ -31,6 +30,7 @@ import grader
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover.finder import Submission, candidates, choose_submission, modified_at
+from grader.discover.gradescope_export import safe_student_id
 from grader.discover.times import parse_submission_time
 from grader.execute import isolation
 from grader.layout import PROJECT_ROOT, SOLUTIONS_DIR
@@ -41,7 +41,6 @@ from grader.results import INTERNAL, SubmissionResult
 
 CONFIG = "autograder.json"  # written into the zip: {"assignment": ..., "grader_version": ...}
 DEFAULT_ROOT = "/autograder"
-_UNSAFE = re.compile(r"[^\w@.+-]")  # as student ids from a Gradescope export (grader.discover.gradescope_export)
 
 
 def read_metadata(root: Path) -> dict[str, Any]:
@@ -58,12 +57,13 @@ def _users(metadata: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def student_of(metadata: dict[str, Any]) -> str:
-    """The submitter's id: their e-mail, else Gradescope's user id (the first one of a group); 'student' without
-    metadata. It seeds the random checks, as a student id does in a class run."""
+    """The submitter's id (the first one of a group): their SID where the metadata has one, else their e-mail, as in
+    a Gradescope export (so grading the export again draws the same random cases), else Gradescope's user id;
+    'student' without metadata. It seeds the random checks, as a student id does in a class run."""
     for user in _users(metadata):
-        for key in ("email", "id"):
+        for key in ("sid", "email", "id"):
             if str(user.get(key) or "").strip():
-                return _UNSAFE.sub("_", str(user[key]).strip()).lstrip(".") or "student"
+                return safe_student_id(str(user[key])) or "student"
     return "student"
 
 

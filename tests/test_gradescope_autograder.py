@@ -165,3 +165,25 @@ def test_run_autograder_writes_results_when_the_grader_cannot_start(tmp_path: Pa
     assert done.returncode == 0
     assert results["score"] == 0 and results["tests"] == []
     assert "failed before it could grade your submission (exit status 127)" in results["output"]
+
+
+def test_the_grader_failing_still_writes_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grader's own failures, which no real submission provokes on purpose: stood in for by a raising stage."""
+    from grader.pipeline import gradescope_run
+
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    shutil.copy(SAMPLES / "einsum_style.py", root / "submission" / "hw.py")
+    unknown = gradescope_run.grade_gradescope_submission(root=root, assignment="no_such_assignment")
+    assert unknown["score"] == 0 and "its assignment 'no_such_assignment' does not load" in unknown["output"]
+
+    def broken(**_: object) -> None:
+        raise RuntimeError("a bug in the grader")
+
+    monkeypatch.setattr(gradescope_run, "grade_submission", broken)
+    written = gradescope_run.grade_gradescope_submission(root=root, assignment=ASSIGNMENT)
+    assert json.loads((root / "results" / "results.json").read_text()) == written
+    assert written["score"] == 0 and written["extra_data"]["status"] == "internal_error"
+    assert "The grader itself failed on your submission; this is not your fault." in written["output"]
+    assert "Traceback" not in written["output"]
+    assert {t["extra_data"]["outcome"] for t in written["tests"]} == {"not_run"}

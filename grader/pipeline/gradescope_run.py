@@ -130,9 +130,9 @@ def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: P
         return data
     metadata = read_metadata(root)
     submission = find_submission(root / "submission", metadata)
-    layers = isolation.detect(sandbox)
-    print(f"grader {grader.__version__} from {Path(grader.__file__).parent}; {layers.describe()}", flush=True)
     try:
+        layers = isolation.detect(sandbox)
+        print(f"grader {grader.__version__} from {Path(grader.__file__).parent}; {layers.describe()}", flush=True)
         result = grade_submission(submission=submission, assignment=spec, root=root / "submission", sandbox=layers)
     except Exception:
         traceback.print_exc()

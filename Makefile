@@ -9,7 +9,7 @@ SUBMISSIONS ?= tests/submissions/$(ASSIGNMENT)
 OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 
-.PHONY: install system-deps grade test lint screenshots gradescope clean
+.PHONY: install system-deps grade check test lint screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -36,7 +36,16 @@ system-deps:
 	    "(e.g. sudo apt-get install$$missing), or run make as root" >&2; exit 1; fi; }
 
 grade: $(STAMP)
-	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS))
+	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
+	  $(foreach student,$(STUDENT),--student $(student))
+
+# A student's self-check: the public checks only, on one file (SUBMISSION=...), its report in out/check/. The
+# assignment is told from the file unless ASSIGNMENT is given. `grader check` exits 1 when a check fails, which
+# make reports as "Error 1" and its own exit code 2.
+check: $(STAMP)
+	@test -n "$(SUBMISSION)" || { echo "usage: make check SUBMISSION=path/to/work.ipynb [ASSIGNMENT=name]" >&2; exit 2; }
+	$(BIN)/grader check $(SUBMISSION) --out out/check \
+	  $(if $(filter command line environment,$(origin ASSIGNMENT)),--assignment $(ASSIGNMENT))
 
 lint: $(STAMP)
 	$(BIN)/ruff check grader solutions tests

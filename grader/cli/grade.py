@@ -27,6 +27,11 @@ def _print_plan(to_grade: int, unchanged: int) -> None:
         print(f"{unchanged} unchanged since the last run (use --force to regrade); grading {to_grade}.", flush=True)
 
 
+def _print_selected(to_grade: int, kept: int) -> None:
+    print(f"Grading {to_grade} student(s) named with --student; {kept} other(s) reported from the gradebook as they "
+          "are.", flush=True)
+
+
 def _print_sandbox(mode: str) -> None:
     """Once per run, before grading: which isolation layers protect this machine, and which do not."""
     layers = isolation.detect(mode)
@@ -56,15 +61,21 @@ def _grade(args: argparse.Namespace) -> int:
     run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
                       jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device, force=args.force,
                       limit_overrides=args.limit, sandbox=args.sandbox, layout=args.layout, progress=_print_progress,
-                      planned=_print_plan, late=_late_override(args))
+                      planned=_print_selected if args.student else _print_plan, late=_late_override(args),
+                      students=args.student)
     graded = sum(1 for r in run.results if r.status == "graded")
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.results)}" \
         if run.unchanged else ""
+    if args.student:
+        unchanged = f", {len(run.unchanged)} reported from the gradebook; of all {len(run.results)}"
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
           f"{len(run.results) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
     print(run.rendering.summary())
     if run.missing:
         print(f"  kept in the gradebook, no submission found now: {', '.join(run.missing)}")
+    if run.held_back:
+        print(f"  not graded (--student), new or changed since their stored result: {', '.join(run.held_back)}; "
+              "grade again without --student to include them")
     for skipped in run.skipped:
         print(f"  skipped {skipped.path}: {skipped.reason}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
@@ -107,4 +118,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="a submission more than DAYS days late scores 0, instead of the assignment's rule")
     grade.add_argument("--force", action="store_true",
                        help="regrade every submission, even those unchanged since the last run into --out")
+    grade.add_argument("--student", action="append", default=[], metavar="ID",
+                       help="regrade only this student (repeatable), unchanged or not; everyone else's stored "
+                            "result in --out is kept and reported as it is")
     grade.set_defaults(run=_grade)

@@ -28,7 +28,7 @@ from grader.execute.limits import Limits
 from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.fingerprint import grading_fingerprint
-from grader.pipeline.resume import plan_resume
+from grader.pipeline.resume import check_students, plan_resume
 from grader.pipeline.submission_run import grade_submission, unrun_questions
 from grader.record import Gradebook, gradescope_results, write_grades_csv, write_lms_csv, write_text_atomic
 from grader.record.atomic import remove_partial_writes
@@ -72,6 +72,7 @@ class ClassRun:
     skipped: tuple[Skipped, ...]
     unchanged: tuple[str, ...] = ()  # students whose stored result was reused, not regraded
     missing: tuple[str, ...] = ()  # students in the gradebook with no submission now (kept there)
+    held_back: tuple[str, ...] = ()  # not graded for --student, though new or changed since their stored result
     rendering: RenderTimes = RenderTimes()
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
 
@@ -120,8 +121,9 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
                 limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None,
-                late: LateOverride | None = None) -> ClassRun:
-    """Grade every submission in ``submissions_dir`` into ``out_dir``.
+                late: LateOverride | None = None, students: Sequence[str] = ()) -> ClassRun:
+    """Grade every submission in ``submissions_dir`` into ``out_dir``; with ``students`` (``--student``), grade only
+    theirs and report everyone else's stored result as it is (see ``resume``).
 
     ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
     isolation mode (auto, require, off; see grader.execute.isolation); ``layout`` the submissions folder's (auto,
@@ -132,16 +134,17 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     rule = deadline_rule(spec.deadline, spec.late, late)  # ``late``: the run's --deadline and late rule
     layers = isolation.detect(sandbox)
     submissions, skipped = discover(submissions_dir, layout=layout, assignment=spec.name)
+    check_students(students, submissions, submissions_dir)
     with output_lock(out_dir):
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
                              device=device, force=force, limits=limits, layers=layers, progress=progress,
-                             planned=planned, rule=rule)
+                             planned=planned, rule=rule, students=students)
 
 
 def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
                   out_dir: Path, jobs: int | None, device: str, force: bool, limits: Limits, layers: Sandbox,
                   progress: Progress | None, planned: Planned | None,
-                  rule: DeadlineRule | None = None) -> ClassRun:
+                  rule: DeadlineRule | None = None, students: Sequence[str] = ()) -> ClassRun:
     remove_partial_writes(out_dir)
     # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
     adjust = Adjustments(out_dir, spec, rule or deadline_rule(spec.deadline, spec.late, None))
@@ -164,7 +167,7 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     times = RenderTimes()
     with Gradebook(out_dir / "gradebook.sqlite") as book:
         plan = plan_resume(submissions, book.stored(spec.name), fingerprint=fingerprint, root=submissions_dir,
-                           force=force)
+                           force=force, only=students)
         if planned is not None:
             planned(len(plan.to_grade), len(plan.reused))
         with warm, ThreadPoolExecutor(max_workers=workers) as pool:
@@ -194,4 +197,5 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     write_text_atomic(out_dir / "index.html", dashboard)
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing, rendering=times,
+                    held_back=plan.held_back,
                     adjustments=adjusted)

@@ -8,16 +8,22 @@ A stored result is reused when all of these hold, and the submission is graded o
 - it is not an internal grader error, for the submission or for any check.
 
 ``force`` reuses nothing. Students with a stored result but no submission now are listed, never deleted.
+
+``only`` (``grader grade --student``) grades those students whatever their stored result, and no one else: every
+other student's stored result is reused as it is, even one that no longer holds, and such students, and those with
+no stored result at all, are listed as ``held_back`` so that the command can say so.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.discover import MAX_SUBMISSION_BYTES, Submission
+from grader.errors import ConfigurationError
 from grader.record.gradebook import StoredResult
 from grader.results import INTERNAL, SubmissionResult
 
@@ -25,8 +31,9 @@ from grader.results import INTERNAL, SubmissionResult
 @dataclass(frozen=True)
 class ResumePlan:
     to_grade: tuple[Submission, ...]
-    reused: tuple[SubmissionResult, ...]  # unchanged since the run that graded them
+    reused: tuple[SubmissionResult, ...]  # stored results reported again (with ``only``, maybe out of date)
     missing: tuple[str, ...]  # students in the gradebook whose submission is no longer found (their rows stay)
+    held_back: tuple[str, ...] = ()  # left out by ``only``, though their stored result is out of date or missing
 
 
 def source_of(submission: Submission, root: Path) -> str:
@@ -59,15 +66,35 @@ def reusable(submission: Submission, stored: StoredResult | None, *, fingerprint
 
 
 def plan_resume(submissions: Sequence[Submission], stored: Mapping[str, StoredResult], *, fingerprint: str,
-                root: Path, force: bool = False) -> ResumePlan:
-    to_grade, reused = [], []
+                root: Path, force: bool = False, only: Collection[str] = ()) -> ResumePlan:
+    to_grade, reused, held_back = [], [], []
     for submission in submissions:
         previous = stored.get(submission.student)
-        if not force and previous is not None and previous.result is not None \
-                and reusable(submission, previous, fingerprint=fingerprint, root=root):
-            reused.append(previous.result)
-        else:
+        kept = previous.result if previous is not None else None
+        if only and submission.student not in only:
+            if kept is not None:
+                reused.append(kept)
+            if not reusable(submission, previous, fingerprint=fingerprint, root=root):
+                held_back.append(submission.student)
+        elif only or force or kept is None or not reusable(submission, previous, fingerprint=fingerprint, root=root):
             to_grade.append(submission)
+        else:
+            reused.append(kept)
     found = {s.student for s in submissions}
     missing = tuple(sorted(student for student in stored if student not in found))
-    return ResumePlan(tuple(to_grade), tuple(reused), missing)
+    return ResumePlan(tuple(to_grade), tuple(reused), missing, tuple(held_back))
+
+
+def check_students(wanted: Sequence[str], submissions: Sequence[Submission], folder: Path) -> None:
+    """Every student named with ``--student`` has a submission; otherwise say which not, with the ids nearest."""
+    found = sorted({s.student for s in submissions})
+    unknown = []
+    for student in dict.fromkeys(wanted):
+        if student in found:
+            continue
+        near = difflib.get_close_matches(student, found, n=5, cutoff=0.6) or [
+            f for f in found if student.lower() in f.lower() or f.lower() in student.lower()][:5]
+        unknown.append(f"{student!r} (did you mean {' or '.join(near)}?)" if near else repr(student))
+    if unknown:
+        raise ConfigurationError(f"no submission in {folder} ({len(found)} students) for --student "
+                                 f"{', '.join(unknown)}")

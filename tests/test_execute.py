@@ -15,10 +15,24 @@ import pytest
 
 from grader.discover import read_program
 from grader.errors import CallTimedOut, ProcessDied, StudentRaised
-from grader.execute import Arg, Limits, LoadedUnit, StudentCode, StudentProcess
+from grader.execute import Arg, Limits, LoadedUnit, StudentCode, StudentProcess, isolation
 from grader.execute.isolation import Sandbox
+from grader.execute.workers import Worker
 
 FAST = Limits(call_seconds=2.0, unit_seconds=1.0, submission_seconds=60.0, stream_cap=1000)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm() -> Iterator[None]:
+    """One warm worker forks every test's process, as in a class run (a test with its own sandbox starts its own)."""
+    global WARM
+    WARM = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=FAST)
+    WARM.start()
+    yield
+    WARM.close()
+
+
+WARM: Worker | None = None
 
 
 @contextmanager
@@ -31,12 +45,17 @@ def loaded(source: str | list[str], *, limits: Limits = FAST, withheld: tuple[st
         cells = [nbformat.v4.new_code_cell(textwrap.dedent(c)) for c in source]
         data, kind = nbformat.writes(nbformat.v4.new_notebook(cells=cells)).encode(), "notebook"
     program = read_program(data, kind=kind, name="student.py", written_ids=[])
-    with StudentProcess(limits=limits, deadline=time.monotonic() + limits.submission_seconds,
-                        sandbox=sandbox) as process:
-        process.start()
-        units = process.load(units=program.wire_units(), module_name=program.module_name,
-                             stop_on_exit=program.stop_on_exit, withheld=withheld)
-        yield process, units
+    worker = WARM if sandbox is None else None
+    try:
+        with StudentProcess(limits=limits, deadline=time.monotonic() + limits.submission_seconds, sandbox=sandbox,
+                            worker=worker) as process:
+            process.start()
+            units = process.load(units=program.wire_units(), module_name=program.module_name,
+                                 stop_on_exit=program.stop_on_exit, withheld=withheld)
+            yield process, units
+    finally:
+        if worker is not None:
+            assert worker.clean() or not worker.alive  # the next test starts from a clean worker
 
 
 def group_is_gone(pgid: int, within: float = 5.0) -> bool:

@@ -55,3 +55,25 @@ def test_sizes_are_checked_before_reading() -> None:
 def test_non_json_header_is_an_error() -> None:
     with pytest.raises(wire.WireError, match="not JSON"):
         wire.read_message(reader(wire.HEAD.pack(3, 0) + b"\x80ab"))
+
+
+@pytest.mark.parametrize("array", [
+    np.arange(24, dtype=np.float32).reshape(2, 3, 4), np.arange(5, dtype=np.int64), np.ones((2, 3), dtype=bool),
+    np.zeros((0, 4)), np.asfortranarray(np.arange(12.0).reshape(3, 4)), np.array([1 + 2j, 3j]),
+], ids=["float32", "int64", "bool", "empty", "fortran", "complex"])
+@pytest.mark.parametrize("version", [(1, 0), (2, 0)])
+def test_arrays_decode_exactly_whichever_header_reader_reads_them(array: np.ndarray,
+                                                                    version: tuple[int, int]) -> None:
+    """numpy's own header (read by a regular expression) and any other valid header (read by numpy) alike."""
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array, version=version, allow_pickle=False)
+    decoded = wire.decode_array(buffer.getvalue())
+    assert decoded.dtype == array.dtype and decoded.shape == array.shape and decoded.flags.writeable
+    np.testing.assert_array_equal(decoded, array)
+
+
+def test_an_array_whose_bytes_do_not_match_its_header_is_refused() -> None:
+    blob = wire.encode_array(np.arange(10, dtype=np.float64))
+    for broken in (blob[:-8], blob + b"\0" * 8):
+        with pytest.raises(wire.WireError, match="does not match"):
+            wire.decode_array(broken)

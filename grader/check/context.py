@@ -13,6 +13,7 @@ import numpy as np
 
 from grader.check.compare import compare_tensor
 from grader.errors import ConfigurationError, WrongAnswer
+from grader.execute.array_text import array_text
 from grader.execute.student import StudentCode
 from grader.execute.values import Returned
 from grader.results import Heatmap, TensorDiff
@@ -30,7 +31,7 @@ def _rows(matrix: np.ndarray) -> tuple[tuple[float, ...], ...]:
 
 def describe_array(array: np.ndarray, limit: int = 600) -> str:
     """'float64 (2, 2, 4): [[...]]' cut to ``limit`` characters, for the instructor's trace."""
-    text = np.array2string(np.asarray(array), precision=4, suppress_small=True, threshold=200)
+    text = array_text(np.asarray(array), max_entries=200)
     text = f"{array.dtype} {tuple(array.shape)}: {text}"
     return text if len(text) <= limit else text[:limit] + " ..."
 

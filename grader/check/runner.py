@@ -92,6 +92,7 @@ class SubmissionRunner:
         self.hello: dict = {}
         self.restarts = 0
         self.raw_output = ""
+        self.execute_s = 0.0  # in the student's processes (starting them, waiting for them), summed over restarts
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
@@ -102,6 +103,11 @@ class SubmissionRunner:
         """
         while True:
             self.close()
+            if self.worker is not None and not self.worker.alive:
+                # A worker (re)started for this submission is the grader's overhead: its time is not the student's.
+                starting = time.monotonic()
+                self.worker.start()
+                self.deadline += time.monotonic() - starting
             self.process = StudentProcess(limits=self.limits, deadline=self.deadline, sandbox=self.sandbox,
                                           device=self.device, worker=self.worker)
             self.hello = self.process.start()
@@ -124,6 +130,7 @@ class SubmissionRunner:
     def close(self) -> None:
         if self.process is not None:
             self.process.close()
+            self.execute_s += self.process.waited_s
             raw = self.process.raw_output()
             if raw.strip() and len(self.raw_output) < self.limits.raw_output_bytes:
                 self.raw_output += raw[: self.limits.raw_output_bytes - len(self.raw_output)]

@@ -71,6 +71,8 @@ def _grade(args: argparse.Namespace) -> int:
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
           f"{len(run.results) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
     print(run.rendering.summary())
+    if run.graded_now:
+        print(run.stages.summary())
     if run.missing:
         print(f"  kept in the gradebook, no submission found now: {', '.join(run.missing)}")
     if run.held_back:

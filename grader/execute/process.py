@@ -108,6 +108,7 @@ class StudentProcess:
         self._to_child = -1
         self._from_child = -1
         self._oom = False
+        self.waited_s = 0.0  # starting it and waiting for its answers: the execute stage's time
 
     @property
     def pid(self) -> int | None:
@@ -116,6 +117,13 @@ class StudentProcess:
 
     # ----- lifecycle ---------------------------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            return self._start()
+        finally:
+            self.waited_s += time.perf_counter() - started
+
+    def _start(self) -> dict[str, Any]:
         sandbox = self.sandbox
         home = None  # the worker sandbox's private /tmp
         if not sandbox.bwrap:
@@ -125,7 +133,10 @@ class StudentProcess:
                                            "processes": isolation.nproc_limit(self.limits, sandbox)}
         try:
             if not self.worker.alive:
-                self.worker.start(min(STARTUP_SECONDS, max(self._remaining(), 1.0)))
+                # Starting the worker is the grader's overhead, not the student's time: the deadline moves with it.
+                starting = time.monotonic()
+                self.worker.start(STARTUP_SECONDS)
+                self.deadline += time.monotonic() - starting
             if sandbox.cgroups:
                 self._cgroup = Cgroup(sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
                                       processes=self.limits.processes)
@@ -143,7 +154,7 @@ class StudentProcess:
             raise
         self._raw = _RawOutput(self._child.output, self.limits.raw_output_bytes)
         self._to_child, self._from_child = self._child.to_child, self._child.from_child
-        header, _ = self._receive(min(HELLO_SECONDS, self._remaining()), waiting_for="start-up")
+        header, _ = self._read(min(HELLO_SECONDS, self._remaining()), waiting_for="start-up")
         if header.get("op") != "hello":
             raise ProcessDied("the student's process did not start properly")
         self.hello = header
@@ -264,6 +275,13 @@ class StudentProcess:
             self._died("the student's process closed its input")
 
     def _receive(self, timeout: float, *, waiting_for: str) -> tuple[dict[str, Any], list[bytes]]:
+        started = time.perf_counter()
+        try:
+            return self._read(timeout, waiting_for=waiting_for)
+        finally:
+            self.waited_s += time.perf_counter() - started
+
+    def _read(self, timeout: float, *, waiting_for: str) -> tuple[dict[str, Any], list[bytes]]:
         deadline = time.monotonic() + timeout
         submission_bound = deadline >= self.deadline - 1e-3
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from grader.errors import StudentRaised, WrongAnswer
+from grader.execute.array_text import array_text
 from grader.execute.child import wire
 from grader.execute.process import QuestionSession
 from grader.execute.values import Arg, Returned, decode_value
@@ -42,8 +43,7 @@ def _show(value: Any) -> str:
         inner = ", ".join(_show(item) for item in value)
         return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
     if isinstance(value, np.ndarray):
-        text = np.array2string(value, precision=4, suppress_small=True, threshold=100)
-        return f"{value.dtype} {tuple(value.shape)} {text}"
+        return f"{value.dtype} {tuple(value.shape)} {array_text(value)}"
     if isinstance(value, StudentObject):
         return f"<{value.class_name} object>"
     return repr(value)

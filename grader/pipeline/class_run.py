@@ -29,6 +29,7 @@ from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import check_students, plan_resume
+from grader.pipeline.stage_times import StageClock, StageTimes
 from grader.pipeline.submission_run import grade_submission, unrun_questions
 from grader.record import Gradebook, gradescope_results, write_grades_csv, write_lms_csv, write_text_atomic
 from grader.record.atomic import remove_partial_writes
@@ -74,6 +75,7 @@ class ClassRun:
     missing: tuple[str, ...] = ()  # students in the gradebook with no submission now (kept there)
     held_back: tuple[str, ...] = ()  # not graded for --student, though new or changed since their stored result
     rendering: RenderTimes = RenderTimes()
+    stages: StageTimes = field(default_factory=StageTimes)  # where the time went (summed over submissions)
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
 
     @property
@@ -102,18 +104,23 @@ def _internal_error(submission: Submission, assignment: Assignment, root: Path) 
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0)
 
 
-def _write_student(out_dir: Path, result: SubmissionResult, title: str,
-                   submission: Submission | None) -> tuple[float, float]:
+def _write_student(out_dir: Path, result: SubmissionResult, title: str, submission: Submission | None,
+                   clock: StageClock | None = None) -> tuple[float, float]:
     """Write a student's files; return how long rendering their page and their instructor page took."""
     folder = out_dir / "students" / result.student
+    recording = time.perf_counter()
     write_text_atomic(folder / "results.json", json.dumps(gradescope_results(result), indent=2) + "\n")
     started = time.perf_counter()
+    if clock is not None:
+        clock.add("record", started - recording)
     page = render_student_report(result, title=title)
     rendered = time.perf_counter()
     instructor_page = render_instructor_report(result, title=title, submission=submission)
     done = time.perf_counter()
     write_text_atomic(folder / "instructor.html", instructor_page)
     write_text_atomic(folder / "report.html", page)
+    if clock is not None:
+        clock.add("report", time.perf_counter() - started)
     return rendered - started, done - rendered
 
 
@@ -158,11 +165,12 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
         try:
             with warm.acquire() as worker:
                 return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device,
-                                        limits=limits, sandbox=layers, worker=worker)
+                                        limits=limits, sandbox=layers, worker=worker, clock=clock)
         except Exception:  # a grader bug on one submission must not cost the class its results
             return _internal_error(submission, spec, submissions_dir)
 
     graded: list[SubmissionResult] = []
+    clock = StageClock()
     by_student = {s.student: s for s in submissions}
     times = RenderTimes()
     with Gradebook(out_dir / "gradebook.sqlite") as book:
@@ -181,8 +189,11 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
                 reused_now.append(reused)
             for future in as_completed(futures):
                 result = adjust.apply(future.result(), by_student.get(future.result().student))
-                times = times.add(*_write_student(out_dir, result, spec.title, by_student.get(result.student)))
+                times = times.add(*_write_student(out_dir, result, spec.title, by_student.get(result.student),
+                                                  clock))
+                recording = time.perf_counter()
                 book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
+                clock.add("record", time.perf_counter() - recording)
                 graded.append(result)
                 if progress is not None:
                     progress(result, len(graded), len(plan.to_grade))
@@ -198,4 +209,5 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing, rendering=times,
                     held_back=plan.held_back,
+                    stages=clock.snapshot(len(graded)),
                     adjustments=adjusted)

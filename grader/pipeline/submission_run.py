@@ -18,6 +18,7 @@ from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit
 from grader.execute.workers import Worker
+from grader.pipeline.stage_times import StageClock
 from grader.results import (
     GRADED,
     INVALID,
@@ -73,9 +74,9 @@ def keep_output_budget(units: tuple[UnitResult, ...], questions: tuple[QuestionR
 
 def grade_submission(*, submission: Submission, assignment: Assignment, root: Path, limits: Limits | None = None,
                      device: str = "cpu", sandbox: Sandbox | None = None,
-                     worker: Worker | None = None) -> SubmissionResult:
+                     worker: Worker | None = None, clock: StageClock | None = None) -> SubmissionResult:
     """``worker``: the warm worker (a pool's) that forks the student's process; without one, a worker is started for
-    this submission alone (a fresh interpreter: about 1.5 s more)."""
+    this submission alone (a fresh interpreter: about 1.5 s more). ``clock`` adds up the time of each stage."""
     limits = limits or assignment.limits
     sandbox = worker.sandbox if worker is not None else sandbox if sandbox is not None else isolation.detect("auto")
     own_worker = worker is None
@@ -86,10 +87,13 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
     answers: tuple[WrittenAnswer, ...] = ()
     environment: dict[str, str] = {}
     digest = hashlib.sha256()  # of the file's bytes, which are not kept: a notebook's outputs can be large
+    clock = clock or StageClock()
+    reading = time.perf_counter()
     try:
         program = read_submission(submission, written_ids=[w.id for w in assignment.written], digest=digest)
     except InvalidSubmission as exc:
         program, status, reason = None, INVALID, exc.message
+    clock.add("read", time.perf_counter() - reading)
     questions: tuple[QuestionResult, ...]
     if program is None:
         questions = unrun_questions(assignment, submission.student, f"not run: {reason}")
@@ -101,6 +105,7 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
             worker = Worker(sandbox=sandbox, device=device, limits=limits)
         runner = SubmissionRunner(assignment=assignment, student=submission.student, program=program, limits=limits,
                                   device=device, sandbox=sandbox, worker=worker)
+        grading = time.perf_counter()
         try:
             loaded = runner.load()
             units = _unit_results(program, loaded)
@@ -116,6 +121,8 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
             runner.close()
             if own_worker:
                 worker.close()
+            clock.add("execute", runner.execute_s)
+            clock.add("check", time.perf_counter() - grading - runner.execute_s)
         units, questions = keep_output_budget(units, questions, limits.output_bytes)
         raw = runner.raw_output
         environment = {k: str(v) for k, v in runner.hello.items() if k in ("python", "torch", "numpy")}

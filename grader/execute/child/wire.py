@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import struct
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -80,30 +81,52 @@ def encode_array(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def array_header(blob: bytes) -> tuple[tuple[int, ...], np.dtype]:
-    """Shape and dtype announced by a `.npy` blob, read without touching its data."""
+# The header numpy writes for a plain array, matched exactly; anything else goes through numpy's own parser.
+_MAGIC_1_0 = b"\x93NUMPY\x01\x00"
+_CANONICAL = re.compile(rb"\{'descr': '([<>|=][a-z][0-9]{1,2})', 'fortran_order': (False|True), "
+                        rb"'shape': \(([0-9, ]*)\), \} *\n")
+
+
+def _read_header(blob: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """(shape, fortran order, dtype, offset of the data) announced by a `.npy` blob, its data untouched.
+
+    numpy's reader evaluates the header with ``ast.literal_eval`` (about 50 microseconds, twice per np.load); the
+    header numpy writes itself is read here with one regular expression."""
+    if blob[:8] == _MAGIC_1_0 and len(blob) >= 10:
+        length = int.from_bytes(blob[8:10], "little")
+        found = _CANONICAL.fullmatch(blob[10:10 + length])
+        if found:
+            shape = tuple(int(n) for n in found[3].split(b",") if n.strip())
+            return shape, found[2] == b"True", np.dtype(found[1].decode("ascii")), 10 + length
     stream = io.BytesIO(blob)
     try:
         version = np.lib.format.read_magic(stream)
         if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
         elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(stream)
         else:
             raise WireError(f"unsupported .npy version {version}")
     except ValueError as exc:
         raise WireError(f"not a .npy array: {exc}") from None
-    return tuple(shape), dtype
+    return tuple(shape), bool(fortran), dtype, stream.tell()
+
+
+def array_header(blob: bytes) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype announced by a `.npy` blob, read without touching its data."""
+    shape, _, dtype, _ = _read_header(blob)
+    return shape, dtype
 
 
 def decode_array(blob: bytes, *, max_elements: int = 1 << 26) -> np.ndarray:
     """Decode a `.npy` blob: plain numeric or boolean dtypes only, never objects or pickles."""
-    shape, dtype = array_header(blob)
+    shape, fortran, dtype, offset = _read_header(blob)
     if dtype.hasobject or dtype.kind not in "biufc":
         raise WireError(f"array dtype {dtype} is not a plain numeric type")
-    if int(np.prod(shape, dtype=np.int64)) > max_elements:
+    count = int(np.prod(shape, dtype=np.int64))
+    if count > max_elements:
         raise WireError(f"array of shape {shape} has more than {max_elements} elements")
-    try:
-        return np.load(io.BytesIO(blob), allow_pickle=False)
-    except ValueError as exc:
-        raise WireError(f"array could not be read: {exc}") from None
+    if len(blob) - offset != count * dtype.itemsize:
+        raise WireError(f"array of shape {shape} and dtype {dtype} does not match its {len(blob) - offset} bytes")
+    flat = np.frombuffer(blob, dtype=dtype, count=count, offset=offset)
+    return flat.reshape(shape, order="F" if fortran else "C").copy()  # a writable array of its own

@@ -79,6 +79,9 @@ def test_times_need_a_zone_and_are_compared_as_instants() -> None:
         parse_time("2026-03-01 12:00 Mars/Olympus", what="--deadline")
     with pytest.raises(ConfigurationError, match="no time zone"):
         Assignment(name="a", title="a", questions=(), deadline="2026-03-01 12:00")
+    with pytest.raises(ConfigurationError, match="no time zone"):
+        Assignment(name="a", title="a", questions=(), deadline=datetime(2026, 3, 1, 12))
+    assert Assignment(name="a", title="a", questions=(), deadline=DEADLINE).deadline == DEADLINE
 
 
 def test_a_run_overrides_the_assignments_deadline_and_rule() -> None:

@@ -6,6 +6,7 @@ import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,7 @@ class Assignment:
     def __init__(self, *, name: str, title: str, questions: Sequence[Question],
                  written: Sequence[WrittenQuestion] = (), provided: str | Path | Sequence[str | Path] = (),
                  limits: Limits | None = None, stubbed_modules: Mapping[str, str] | None = None,
-                 deadline: str | None = None, late: LatePolicy | None = None) -> None:
+                 deadline: str | datetime | None = None, late: LatePolicy | None = None) -> None:
         self.name = name
         self.title = title
         self.questions = tuple(questions)
@@ -77,7 +78,9 @@ class Assignment:
         self.stubbed_modules = dict(stubbed_modules or {})
         # When work is due (ISO 8601 with its offset, or a date, time and zone name) and what being late costs
         # (grader/adjust/late.py); a run may override both (grader grade --deadline ...).
-        self.deadline = parse_time(deadline, what=f"{name}: deadline") if deadline is not None else None
+        if isinstance(deadline, datetime) and deadline.tzinfo is None:
+            raise ConfigurationError(f"{name}: the deadline {deadline} has no time zone (give it a tzinfo)")
+        self.deadline = parse_time(deadline, what=f"{name}: deadline") if isinstance(deadline, str) else deadline
         self.late = late or LatePolicy()
         self.checks: list[CheckSpec] = []
         self.variants: list[Variant] = []  # known-wrong versions of the references (grader/check/variants.py)

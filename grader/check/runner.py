@@ -262,8 +262,9 @@ class SubmissionRunner:
                     except (CallTimedOut, ProcessDied) as exc:
                         self.close()  # the next check starts the submission again, as after a crashed check
                         what = "ran past its time limit" if isinstance(exc, CallTimedOut) else "ended the process"
-                        note = (f"Looking for a smaller failing case, your code {what} at "
-                                f"{SmallestCase.describe(tuple(trial.items()))}, so the search stopped there.")
+                        # A hidden check's sizes as graded stay hidden: the trial keeps all but one of them.
+                        where = f"at {SmallestCase.describe(tuple(trial.items()))}" if public else "on smaller inputs"
+                        note = f"Looking for a smaller failing case, your code {what} {where}, so the search stopped."
                         return _smallest(found, failed, public, len(tried)), note
                     if failure is not None and run.met == failed.met and run.drawn.get(name, size) < best[name]:
                         best, found, shrinking = dict(run.drawn), (run, failure), True

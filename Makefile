@@ -8,6 +8,7 @@ ASSIGNMENT ?= attention_scoring
 SUBMISSIONS ?= tests/submissions/$(ASSIGNMENT)
 OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
+CHECK_OUT ?= out/check
 
 .PHONY: install system-deps grade check test lint screenshots gradescope clean
 
@@ -39,12 +40,12 @@ grade: $(STAMP)
 	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
 	  $(foreach student,$(STUDENT),--student $(student))
 
-# A student's self-check: the public checks only, on one file (SUBMISSION=...), its report in out/check/. The
+# A student's self-check: the public checks only, on one file (SUBMISSION=...), its report in CHECK_OUT. The
 # assignment is told from the file unless ASSIGNMENT is given. `grader check` exits 1 when a check fails, which
 # make reports as "Error 1" and its own exit code 2.
 check: $(STAMP)
 	@test -n "$(SUBMISSION)" || { echo "usage: make check SUBMISSION=path/to/work.ipynb [ASSIGNMENT=name]" >&2; exit 2; }
-	$(BIN)/grader check $(SUBMISSION) --out out/check \
+	$(BIN)/grader check $(SUBMISSION) --out $(CHECK_OUT) \
 	  $(if $(filter command line environment,$(origin ASSIGNMENT)),--assignment $(ASSIGNMENT))
 
 lint: $(STAMP)

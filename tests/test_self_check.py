@@ -107,11 +107,11 @@ def test_make_check_runs_the_self_check(tmp_path: Path) -> None:
     assert usage.returncode != 0 and "usage: make check SUBMISSION=" in usage.stderr
     notebook = tmp_path / "ana.ipynb"
     shutil.copy(SAMPLES / "folder_student" / "attention_scoring.ipynb", notebook)
-    passed = subprocess.run([*make, f"SUBMISSION={notebook}"], capture_output=True, text=True, cwd=ROOT, env=env,
-                            timeout=300)
+    passed = subprocess.run([*make, f"SUBMISSION={notebook}", f"CHECK_OUT={tmp_path / 'out'}"], capture_output=True,
+                            text=True, cwd=ROOT, env=env, timeout=300)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "All 15 public checks passed" in passed.stdout
-    assert f"Report: {ROOT / 'out' / 'check' / 'ana' / 'report.html'}" in passed.stdout
+    assert f"Report: {tmp_path / 'out' / 'ana' / 'report.html'}" in passed.stdout
 
 
 def test_the_templates_last_cell_checks_the_notebook_itself(tmp_path: Path) -> None:

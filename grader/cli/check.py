@@ -66,6 +66,8 @@ def _failed_lines(out: _Printer, failed: list[CheckResult]) -> None:
             out.block(f"{cause} (as above)" if first.diagnosis.variant in told
                       else f"{cause} {first.diagnosis.explanation}", 6)
             told.add(first.diagnosis.variant)
+        if first.smallest is not None:  # a failing random check, run again at the smallest sizes that fail it
+            out.block(f"Smallest failing case: {first.smallest.text}. {first.smallest.message}", 6)
         for note in dict.fromkeys(n for c in checks for n in c.notes):
             out.block(note, 6)
 
@@ -106,8 +108,8 @@ def print_summary(check: SelfCheck, *, source: str, stream: TextIO = sys.stdout,
     checks = result.checks
     passed = sum(1 for c in checks if c.status == PASSED)
     if check.passed:
-        out.line(out.paint(f"All {len(checks)} public checks passed ({result.score:g} / {result.max_score:g} points).",
-                           "green"))
+        every = f"All {len(checks)} public checks" if len(checks) != 1 else "The public check"
+        out.line(out.paint(f"{every} passed ({result.score:g} / {result.max_score:g} points).", "green"))
     else:
         out.line(out.paint(f"{len(checks) - passed} of {len(checks)} public checks did not pass "
                            f"({result.score:g} / {result.max_score:g} points).", "red"))

@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install system-deps grade check test lint screenshots gradescope clean
+.PHONY: install system-deps grade check test lint bench screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -53,6 +53,11 @@ lint: $(STAMP)
 
 test: system-deps lint
 	$(BIN)/python -m pytest
+
+# This grader against a kernel-per-notebook baseline on a synthetic class (tests/benchmark.py; README "Speed").
+# BENCH_ARGS, e.g. "--students 100 --large 0", makes it shorter.
+bench: $(STAMP)
+	$(BIN)/python -m tests.benchmark $(BENCH_ARGS)
 
 # The Gradescope autograder zip for ASSIGNMENT (see the README's "Grading on Gradescope").
 gradescope: $(STAMP)

@@ -238,3 +238,13 @@ class SubmissionResult:
     @property
     def checks(self) -> tuple[CheckResult, ...]:
         return tuple(c for q in self.questions for c in q.checks)
+
+    def summary(self) -> SubmissionResult:
+        """The result without what only its own pages show (heatmaps, tables, traces, details, smallest cases, the
+        output of every cell): what grades.csv, the dashboard and the exports need of each student. A class run keeps
+        these, not whole results, so its memory does not grow with the class (the gradebook keeps the rest)."""
+        questions = tuple(dataclasses.replace(
+            q, stdout="", stderr="", checks=tuple(dataclasses.replace(
+                c, detail="", heatmaps=(), diff=None, tables=(), trace=(), smallest=None) for c in q.checks))
+            for q in self.questions)
+        return dataclasses.replace(self, questions=questions, units=())

@@ -6,6 +6,7 @@ import csv
 import html
 import json
 import re
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -181,7 +182,7 @@ def test_gradebook_has_real_tables(sample_run: ClassRun) -> None:
         assert (score, status) == (90, "graded")
 
 
-def test_regrading_gives_identical_results_and_no_duplicates(sample_run: ClassRun) -> None:
+def test_regrading_gives_identical_results_and_no_duplicates(sample_run: ClassRun, tmp_path: Path) -> None:
     def snapshot(out: Path) -> dict[str, dict]:
         found = {}
         for path in sorted(out.glob("students/*/results.json")):
@@ -192,8 +193,9 @@ def test_regrading_gives_identical_results_and_no_duplicates(sample_run: ClassRu
         return found
 
     before = snapshot(sample_run.out_dir)
-    rerun = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=sample_run.out_dir, jobs=2,
-                        force=True)
+    out = tmp_path / "out"  # a copy: the session's sample run stays as graded for the other tests
+    shutil.copytree(sample_run.out_dir, out, ignore=shutil.ignore_patterns(".grader.lock"))
+    rerun = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=out, jobs=2, force=True)
     assert rerun.unchanged == ()
     assert snapshot(rerun.out_dir) == before
     with sqlite3.connect(rerun.out_dir / "gradebook.sqlite") as db:

@@ -9,17 +9,11 @@ import sys
 from pathlib import Path
 
 from grader.adjust import LateOverride
+from grader.cli.progress import ProgressDisplay
 from grader.discover import LAYOUTS, detect_layout
 from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
-from grader.results import SubmissionResult
-
-
-def _print_progress(result: SubmissionResult, done: int, total: int) -> None:
-    status = "" if result.status == "graded" else f"  {result.status}: {result.reason[:80]}"
-    print(f"[{done:>{len(str(total))}}/{total}] {result.student:<28} {result.score:>6g} / {result.max_score:g}"
-          f"  ({result.duration_s:.1f} s){status}", flush=True)
 
 
 def _print_plan(to_grade: int, unchanged: int) -> None:
@@ -58,18 +52,24 @@ def _print_adjustments(run: ClassRun) -> None:
 def _grade(args: argparse.Namespace) -> int:
     _print_sandbox(args.sandbox)
     print(detect_layout(Path(args.submissions), args.layout).describe(Path(args.submissions)), flush=True)
-    run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
-                      jobs=args.jobs, solutions_dir=Path(args.solutions), device=args.device, force=args.force,
-                      limit_overrides=args.limit, sandbox=args.sandbox, layout=args.layout, progress=_print_progress,
-                      planned=_print_selected if args.student else _print_plan, late=_late_override(args),
-                      students=args.student)
-    graded = sum(1 for r in run.results if r.status == "graded")
-    unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.results)}" \
+    explain = _print_selected if args.student else _print_plan
+    with ProgressDisplay() as display:
+        def planned(to_grade: int, kept: int) -> None:
+            explain(to_grade, kept)
+            display.planned(to_grade)
+
+        run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions),
+                          out_dir=Path(args.out), jobs=args.jobs, solutions_dir=Path(args.solutions),
+                          device=args.device, force=args.force, limit_overrides=args.limit, sandbox=args.sandbox,
+                          layout=args.layout, progress=display.advance, planned=planned, late=_late_override(args),
+                          students=args.student, scheduler=args.scheduler)
+    graded = sum(1 for r in run.summaries if r.status == "graded")
+    unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.summaries)}" \
         if run.unchanged else ""
     if args.student:
-        unchanged = f", {len(run.unchanged)} reported from the gradebook; of all {len(run.results)}"
+        unchanged = f", {len(run.unchanged)} reported from the gradebook; of all {len(run.summaries)}"
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
-          f"{len(run.results) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
+          f"{len(run.summaries) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
     print(run.rendering.summary())
     if run.graded_now:
         print(run.stages.summary())
@@ -95,7 +95,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     grade.add_argument("assignment", help="assignment name, a folder in solutions/")
     grade.add_argument("submissions", help="folder of <student>.ipynb, <student>.py or <student>/ submissions")
     grade.add_argument("--out", required=True, help="output folder (reports, grades.csv, gradebook.sqlite)")
-    grade.add_argument("--jobs", type=int, default=None, help="submissions graded at once (default: CPU count)")
+    grade.add_argument("--jobs", type=int, default=None,
+                       help="submissions graded at once, each by a warm worker (default: the number of cores)")
+    grade.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on a Dask cluster instead of this machine, e.g. tcp://10.0.0.5:8786 (see the "
+                            "README: dask scheduler, dask worker); --jobs is then the workers' business")
     grade.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
     grade.add_argument("--device", default="cpu", help="torch device for student code (cpu, cuda)")
     grade.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",

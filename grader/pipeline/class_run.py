@@ -7,13 +7,14 @@ students' pages cover the whole class, reused results and new ones alike. ``forc
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import os
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,6 +28,7 @@ from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
+from grader.pipeline.distributed import DaskGrading, Grading
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import check_students, plan_resume
 from grader.pipeline.stage_times import StageClock, StageTimes
@@ -50,10 +52,6 @@ class RenderTimes:
     instructor_s: float = 0.0
     dashboard_s: float = 0.0
 
-    def add(self, student_s: float, instructor_s: float) -> RenderTimes:
-        return RenderTimes(self.pages + 1, self.student_s + student_s, self.instructor_s + instructor_s,
-                           self.dashboard_s)
-
     def summary(self) -> str:
         """e.g. 'Reports: 17 student pages in 0.09 s (5.3 ms each); ...'"""
         if not self.pages:
@@ -65,11 +63,31 @@ class RenderTimes:
                 f"{1000 * self.dashboard_s:.1f} ms")
 
 
+@dataclass
+class RenderClock:
+    """RenderTimes being added up while a class is written (by the one thread that writes pages)."""
+
+    pages: int = 0
+    student_s: float = 0.0
+    instructor_s: float = 0.0
+    dashboard_s: float = 0.0
+
+    def add(self, student_s: float, instructor_s: float) -> None:
+        self.pages += 1
+        self.student_s += student_s
+        self.instructor_s += instructor_s
+
+    def snapshot(self) -> RenderTimes:
+        return RenderTimes(self.pages, self.student_s, self.instructor_s, self.dashboard_s)
+
+
 @dataclass(frozen=True)
 class ClassRun:
     assignment: str
     out_dir: Path
-    results: tuple[SubmissionResult, ...]  # the whole class: graded now and reused
+    # The whole class, graded now and reused, each without its pages' material (SubmissionResult.summary): a run's
+    # memory does not grow with the class. ``results`` reads the whole results back from the gradebook.
+    summaries: tuple[SubmissionResult, ...]
     skipped: tuple[Skipped, ...]
     unchanged: tuple[str, ...] = ()  # students whose stored result was reused, not regraded
     missing: tuple[str, ...] = ()  # students in the gradebook with no submission now (kept there)
@@ -78,23 +96,31 @@ class ClassRun:
     stages: StageTimes = field(default_factory=StageTimes)  # where the time went (summed over submissions)
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
 
+    @functools.cached_property
+    def results(self) -> tuple[SubmissionResult, ...]:
+        """The class's whole results (heatmaps, traces, output...), read back from the gradebook."""
+        with Gradebook(self.out_dir / "gradebook.sqlite") as book:
+            whole = [book.result(self.assignment, r.student) for r in self.summaries]
+        return tuple(w if w is not None else r for w, r in zip(whole, self.summaries))
+
     @property
     def graded_now(self) -> int:
-        return len(self.results) - len(self.unchanged)
+        return len(self.summaries) - len(self.unchanged)
 
     @property
     def internal_errors(self) -> int:
         """Checks or submissions the grader itself failed on: the only reason for a non-zero exit."""
-        return sum(1 for r in self.results if r.status == INTERNAL) + sum(
-            1 for r in self.results for c in r.checks if c.status == INTERNAL)
+        return sum(1 for r in self.summaries if r.status == INTERNAL) + sum(
+            1 for r in self.summaries for c in r.checks if c.status == INTERNAL)
 
     @property
     def dashboard(self) -> Path:
         return self.out_dir / "index.html"
 
 
-def _internal_error(submission: Submission, assignment: Assignment, root: Path) -> SubmissionResult:
-    detail = traceback.format_exc()
+def _internal_error(submission: Submission, assignment: Assignment, root: Path,
+                    error: BaseException) -> SubmissionResult:
+    detail = "".join(traceback.format_exception(error))
     reason = "the grader itself failed on this submission (not the student's fault)"
     return SubmissionResult(
         student=submission.student, assignment=assignment.name, source=str(submission.path.relative_to(root)),
@@ -102,6 +128,9 @@ def _internal_error(submission: Submission, assignment: Assignment, root: Path) 
         questions=unrun_questions(assignment, submission.student, f"not run: {reason}"), units=(), answers=(),
         notes=(detail[-2000:],), submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0)
+
+
+STUDENT_FILES = ("results.json", "report.html", "instructor.html")
 
 
 def _write_student(out_dir: Path, result: SubmissionResult, title: str, submission: Submission | None,
@@ -128,13 +157,15 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
                 limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None,
-                late: LateOverride | None = None, students: Sequence[str] = ()) -> ClassRun:
+                late: LateOverride | None = None, students: Sequence[str] = (),
+                scheduler: str | None = None) -> ClassRun:
     """Grade every submission in ``submissions_dir`` into ``out_dir``; with ``students`` (``--student``), grade only
     theirs and report everyone else's stored result as it is (see ``resume``).
 
     ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
     isolation mode (auto, require, off; see grader.execute.isolation); ``layout`` the submissions folder's (auto,
-    flat, nbgrader, gradescope; see grader.discover.layouts).
+    flat, nbgrader, gradescope; see grader.discover.layouts); ``scheduler`` the address of a Dask scheduler whose
+    workers grade the submissions (grader.pipeline.distributed) instead of this machine's.
     """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
     limits = spec.limits.with_overrides(limit_overrides)
@@ -145,69 +176,98 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     with output_lock(out_dir):
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
                              device=device, force=force, limits=limits, layers=layers, progress=progress,
-                             planned=planned, rule=rule, students=students)
+                             planned=planned, rule=rule, students=students, scheduler=scheduler)
 
 
 def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
                   out_dir: Path, jobs: int | None, device: str, force: bool, limits: Limits, layers: Sandbox,
                   progress: Progress | None, planned: Planned | None,
-                  rule: DeadlineRule | None = None, students: Sequence[str] = ()) -> ClassRun:
+                  rule: DeadlineRule | None = None, students: Sequence[str] = (),
+                  scheduler: str | None = None) -> ClassRun:
     remove_partial_writes(out_dir)
     # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
     adjust = Adjustments(out_dir, spec, rule or deadline_rule(spec.deadline, spec.late, None))
     fingerprint = grading_fingerprint(spec, device=device, limits=limits)
-
-    workers = jobs or os.cpu_count() or 1
-    # One warm worker per job: each imports torch once and forks a process per submission (grader/execute/workers.py).
-    warm = WorkerPool(size=workers, sandbox=layers, device=device, limits=limits)
-
-    def grade(submission: Submission) -> SubmissionResult:
-        try:
-            with warm.acquire() as worker:
-                return grade_submission(submission=submission, assignment=spec, root=submissions_dir, device=device,
-                                        limits=limits, sandbox=layers, worker=worker, clock=clock)
-        except Exception:  # a grader bug on one submission must not cost the class its results
-            return _internal_error(submission, spec, submissions_dir)
-
-    graded: list[SubmissionResult] = []
     clock = StageClock()
+    times = RenderClock()
     by_student = {s.student: s for s in submissions}
-    times = RenderTimes()
-    with Gradebook(out_dir / "gradebook.sqlite") as book:
-        plan = plan_resume(submissions, book.stored(spec.name), fingerprint=fingerprint, root=submissions_dir,
-                           force=force, only=students)
+    summaries: list[SubmissionResult] = []
+    graded = 0
+    with Gradebook(out_dir / "gradebook.sqlite") as book, ExitStack() as stack:
+        plan = plan_resume(submissions, book.stored(spec.name, summaries=True), fingerprint=fingerprint,
+                           root=submissions_dir, force=force, only=students)
         if planned is not None:
             planned(len(plan.to_grade), len(plan.reused))
-        with warm, ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(grade, s) for s in plan.to_grade]
-            reused_now = []
-            for stored in plan.reused:  # rendered again from the stored result while the workers grade
-                reused = adjust.apply(stored, by_student.get(stored.student))
-                times = times.add(*_write_student(out_dir, reused, spec.title, by_student.get(reused.student)))
-                if reused != stored:  # new marks or a new deadline: the gradebook's totals follow them
-                    book.record(reused, fingerprint=fingerprint)
-                reused_now.append(reused)
-            for future in as_completed(futures):
-                result = adjust.apply(future.result(), by_student.get(future.result().student))
-                times = times.add(*_write_student(out_dir, result, spec.title, by_student.get(result.student),
-                                                  clock))
-                recording = time.perf_counter()
-                book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
-                clock.add("record", time.perf_counter() - recording)
-                graded.append(result)
-                if progress is not None:
-                    progress(result, len(graded), len(plan.to_grade))
-    results = sorted([*graded, *reused_now], key=lambda r: r.student)
+        if scheduler:
+            remote = DaskGrading(scheduler)
+            stack.callback(remote.close)
+            arriving = remote.grade(plan.to_grade, root=submissions_dir, grading=Grading(
+                spec.name, fingerprint, device, limits, layers.mode))
+        else:
+            arriving = _grade_here(stack, plan.to_grade, spec=spec, root=submissions_dir, jobs=jobs, device=device,
+                                   limits=limits, layers=layers, clock=clock)
+        for stored in plan.reused:  # reported again while the submissions are graded
+            summaries.append(_report_again(book, stored, spec=spec, out_dir=out_dir, adjust=adjust,
+                                           submission=by_student.get(stored.student), fingerprint=fingerprint,
+                                           times=times))
+        for submission, outcome in arriving:
+            result = outcome if isinstance(outcome, SubmissionResult) else \
+                _internal_error(submission, spec, submissions_dir, outcome)
+            result = adjust.apply(result, submission)
+            times.add(*_write_student(out_dir, result, spec.title, submission, clock))
+            recording = time.perf_counter()
+            book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
+            clock.add("record", time.perf_counter() - recording)
+            summaries.append(result.summary())
+            graded += 1
+            if progress is not None:
+                progress(result, graded, len(plan.to_grade))
+    results = sorted(summaries, key=lambda r: r.student)
     adjusted = adjust.finish(results, missing=plan.missing)  # manual.csv written again, marks kept
     write_grades_csv(out_dir / "grades.csv", results)
     write_lms_csv(out_dir / "lms.csv", results)
-    max_score = spec.max_score
     started = time.perf_counter()
-    dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=max_score)
-    times = dataclasses.replace(times, dashboard_s=time.perf_counter() - started)
+    dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=spec.max_score)
+    times.dashboard_s = time.perf_counter() - started
     write_text_atomic(out_dir / "index.html", dashboard)
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
-                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing, rendering=times,
-                    held_back=plan.held_back,
-                    stages=clock.snapshot(len(graded)),
+                    unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing,
+                    rendering=times.snapshot(), held_back=plan.held_back, stages=clock.snapshot(graded),
                     adjustments=adjusted)
+
+
+def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path,
+                jobs: int | None, device: str, limits: Limits, layers: Sandbox,
+                clock: StageClock) -> Iterator[tuple[Submission, SubmissionResult | BaseException]]:
+    """Grade on this machine, ``jobs`` at a time, each job with a warm worker (grader/execute/workers.py) that
+    imports torch once and forks a process per submission; results in the order they finish."""
+    workers = jobs or os.cpu_count() or 1
+    warm = stack.enter_context(WorkerPool(size=workers, sandbox=layers, device=device, limits=limits))
+    pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers))  # shut down before the workers close
+
+    def grade(submission: Submission) -> SubmissionResult | BaseException:
+        try:
+            with warm.acquire() as worker:
+                return grade_submission(submission=submission, assignment=spec, root=root, device=device,
+                                        limits=limits, sandbox=layers, worker=worker, clock=clock)
+        except Exception as exc:  # a grader bug on one submission must not cost the class its results
+            return exc
+
+    futures = {pool.submit(grade, s): s for s in to_grade}
+    return ((futures[f], f.result()) for f in as_completed(futures))
+
+
+def _report_again(book: Gradebook, stored: SubmissionResult, *, spec: Assignment, out_dir: Path, adjust: Adjustments,
+                  submission: Submission | None, fingerprint: str, times: RenderClock) -> SubmissionResult:
+    """A reused result, with this run's manual marks and late penalty: its pages are written again only when those
+    changed it or a page is missing (the stored one is read whole only then); its summary either way."""
+    adjusted = adjust.apply(stored, submission)
+    folder = out_dir / "students" / stored.student
+    if adjusted == stored and all((folder / name).is_file() for name in STUDENT_FILES):
+        return adjusted
+    whole = book.result(spec.name, stored.student)
+    result = adjust.apply(whole, submission) if whole is not None else adjusted
+    times.add(*_write_student(out_dir, result, spec.title, submission))
+    if adjusted != stored:  # new marks or a new deadline: the gradebook's totals follow them
+        book.record(result, fingerprint=fingerprint)
+    return result.summary()

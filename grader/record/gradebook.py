@@ -79,6 +79,15 @@ class StoredResult:
     result: SubmissionResult | None  # None: no stored result (an older gradebook) or one that no longer reads
 
 
+def _parse(text: str | None) -> SubmissionResult | None:
+    if text is None:
+        return None
+    try:
+        return result_from_json(text)
+    except (ResultFormatError, TypeError):
+        return None
+
+
 class Gradebook:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -154,20 +163,24 @@ class Gradebook:
                   c.message, c.detail, c.seed) for c in result.checks],
             )
 
-    def stored(self, assignment: str) -> dict[str, StoredResult]:
-        """Every student's stored result for ``assignment``, by student."""
+    def stored(self, assignment: str, *, summaries: bool = False) -> dict[str, StoredResult]:
+        """Every student's stored result for ``assignment``, by student; with ``summaries``, each result without what
+        only its pages show (SubmissionResult.summary), so that a large class's results fit in little memory."""
         found = {}
         rows = self.connection.execute(
             "SELECT student, sha256, fingerprint, result_json FROM submissions WHERE assignment = ?", (assignment,))
         for student, sha256, fingerprint, text in rows:
-            result = None
-            if text is not None:
-                try:
-                    result = result_from_json(text)
-                except (ResultFormatError, TypeError):
-                    result = None
+            result = _parse(text)
+            if summaries and result is not None:
+                result = result.summary()
             found[student] = StoredResult(student, sha256, fingerprint, result)
         return found
+
+    def result(self, assignment: str, student: str) -> SubmissionResult | None:
+        """One student's whole stored result (None: none, or one that no longer reads)."""
+        row = self.connection.execute("SELECT result_json FROM submissions WHERE assignment = ? AND student = ?",
+                                      (assignment, student)).fetchone()
+        return _parse(row[0]) if row is not None else None
 
     def close(self) -> None:
         self.connection.close()

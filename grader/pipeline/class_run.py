@@ -223,7 +223,8 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
             if progress is not None:
                 progress(result, graded, len(plan.to_grade))
     results = sorted(summaries, key=lambda r: r.student)
-    adjusted = adjust.finish(results, missing=plan.missing)  # manual.csv written again, marks kept
+    # manual.csv written again, marks kept (also of students held back by --student, who have no result here)
+    adjusted = adjust.finish(results, missing=(*plan.missing, *plan.held_back))
     write_grades_csv(out_dir / "grades.csv", results)
     write_lms_csv(out_dir / "lms.csv", results)
     started = time.perf_counter()

@@ -4,10 +4,12 @@ zygote is replaced without costing anyone their result."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +154,38 @@ def test_a_lost_zygote_is_replaced_and_the_submission_is_still_graded() -> None:
             assert one.host_pid not in (None, first)
         with pool.acquire() as again:
             assert again.alive  # the replacement was kept for the next submission
+
+
+NOT_ROOT = """
+import os, tempfile
+
+def probe():
+    with open(os.path.join(os.environ["HOME"], "mine.txt"), "w") as handle:
+        handle.write("a student's own file")
+    try:
+        open(BLOCKED, "w").close()
+        wrote = "wrote"
+    except PermissionError:
+        wrote = "refused"
+    with open(f"/proc/{os.getppid()}/status") as handle:
+        zygote = int(next(line.split()[1] for line in handle if line.startswith("PPid:")))
+    try:
+        os.kill(zygote, 0)
+        signalled = "signalled"
+    except PermissionError:
+        signalled = "refused"
+    return [os.getuid(), os.getgid(), wrote, signalled]
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching the student's uid needs a grader running as root")
+def test_without_namespaces_a_root_grader_still_runs_students_as_uid_65534(tmp_path: Path) -> None:
+    """A container that refuses namespaces (Gradescope's, say): the student is not root, owns only its folder."""
+    bare = dataclasses.replace(isolation.detect("off"), mode="auto", student_uid=isolation.SANDBOX_UID)
+    assert "uid 65534 (no namespaces)" in bare.describe() and bare.summary() == "uid-65534, rlimits"
+    blocked = tmp_path / "graders-own"
+    blocked.mkdir(mode=0o755)
+    with WorkerPool(size=1, sandbox=bare, limits=LIMITS) as pool, pool.acquire() as one:
+        source = f"BLOCKED = {str(blocked / 'planted.txt')!r}\n" + NOT_ROOT
+        assert run(one, source, "probe") == [[65534, 65534, "refused", "refused"]]
+    assert list(blocked.iterdir()) == []

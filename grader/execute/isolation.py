@@ -50,7 +50,9 @@ class Sandbox:
     mode: str
     bwrap: str | None = None  # path of a bubblewrap that works here
     bwrap_flags: tuple[str, ...] = ()
-    student_uid: int | None = None  # set when the grader runs as root: the student's uid is 65534 outside too
+    # Set when the grader runs as root: each student process becomes this uid for real (with bubblewrap, or without
+    # it in ``auto`` mode, e.g. in a container that refuses namespaces: then at least not root).
+    student_uid: int | None = None
     seccomp: bool = False  # bubblewrap loads grader/execute/seccomp.py's filter
     cgroups: cgroups.CgroupSupport | None = None
     missing: tuple[str, ...] = ()  # layers that could not be used, each with the reason
@@ -65,6 +67,8 @@ class Sandbox:
                        "no network", "private filesystem view", user, "no capabilities"]
             if self.seccomp:
                 active.append("seccomp (no namespaces, mounts, ptrace, keyrings, BPF)")
+        elif self.student_uid is not None:
+            active += [f"uid {self.student_uid} (no namespaces)", "no capabilities"]
         if self.cgroups:
             active.append(f"cgroup v1 ({'+'.join(self.cgroups.controllers)})")
         active += ["rlimits", "process group"]
@@ -80,6 +84,7 @@ class Sandbox:
     def summary(self) -> str:
         """Short form recorded with every result."""
         parts = ["bubblewrap"] if self.bwrap else []
+        parts += [f"uid-{self.student_uid}"] if self.student_uid is not None and not self.bwrap else []
         parts += ["seccomp"] if self.seccomp else []
         parts += [f"cgroup-{c}" for c in self.cgroups.controllers] if self.cgroups else []
         return ", ".join([*parts, "rlimits"])
@@ -87,7 +92,7 @@ class Sandbox:
     # ----- starting a warm worker ------------------------------------------------------------------------------
     def settings(self) -> dict[str, object]:
         """What the zygote needs to know about the layers around it (child/zygote.py)."""
-        return {"student_uid": self.student_uid if self.bwrap else None, "namespaced": bool(self.bwrap),
+        return {"student_uid": self.student_uid, "namespaced": bool(self.bwrap),
                 "seccomp": self.seccomp, "die_with_parent": not self.bwrap}
 
     def command(self, control_fd: int, *, env: dict[str, str], device: str, limits: Limits,
@@ -238,23 +243,30 @@ def detect(mode: str = "auto") -> Sandbox:
             missing.append(f"cgroups: {why}")
     if mode == "require" and bwrap_path is None:
         raise ConfigurationError("--sandbox require: " + "; ".join(missing))
+    if mode == "auto" and bwrap_path is None and _can_switch_uid():
+        student_uid = SANDBOX_UID  # no namespaces, but a student process that is not root
     return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, student_uid=student_uid, seccomp=use_seccomp,
                    cgroups=support,
                    missing=tuple(missing),
                    python_roots=_python_roots() if bwrap_path else ())
 
 
-def nproc_limit(limits: Limits, sandbox: Sandbox) -> int | None:
-    """RLIMIT_NPROC for the child, where it helps: no pids cgroup, and not root (whom the kernel exempts).
+def _can_switch_uid() -> bool:
+    return sys.platform.startswith("linux") and os.geteuid() == 0
 
-    The kernel counts every process of the user, the instructor's own included, so the limit is what runs now
+
+def nproc_limit(limits: Limits, sandbox: Sandbox) -> int | None:
+    """RLIMIT_NPROC for the child, where it helps: no pids cgroup, and the student's uid is not root (whom the
+    kernel exempts).
+
+    The kernel counts every process of the uid, the instructor's own included, so the limit is what runs now
     plus the submission's allowance.
     """
     if sandbox.cgroups and "pids" in sandbox.cgroups.controllers:
         return None
-    if os.geteuid() == 0 or not Path("/proc").is_dir():
+    uid = sandbox.student_uid if sandbox.student_uid is not None else os.geteuid()
+    if uid == 0 or not Path("/proc").is_dir():
         return None
-    uid = os.geteuid()
     count = 0
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

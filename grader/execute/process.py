@@ -129,6 +129,8 @@ class StudentProcess:
         if not sandbox.bwrap:
             self._scratch = tempfile.TemporaryDirectory(prefix="grader-scratch-")
             home = self._scratch.name
+            if sandbox.student_uid is not None:  # the student's own folder, which nobody else may enter
+                os.chown(home, sandbox.student_uid, sandbox.student_uid)
         rlimits: dict[str, int | None] = {**self.limits.rlimits(),
                                            "processes": isolation.nproc_limit(self.limits, sandbox)}
         try:

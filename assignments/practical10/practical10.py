@@ -80,9 +80,10 @@ def self_attention(X, W_Q, W_K, W_V):
 
 # %%
 if __name__ == "__main__":
+    import matplotlib.pyplot as plt
+
     Q, K, V, A, Z = self_attention(X, W_Q, W_K, W_V)
     print("Q1.2 A =\n", np.round(A, 4), "\nZ =\n", np.round(Z, 4))
-    import matplotlib.pyplot as plt
     plt.imshow(A, cmap="viridis")
     plt.title("Q1.2 attention map A (queries down, keys across)")
     plt.show()

@@ -28,15 +28,23 @@ ROUNDING = 1e-6
 FONT = 'font-family="system-ui, sans-serif"'
 
 
-def colour(t: float) -> str:
-    """The viridis colour at ``t`` in [0, 1] (clipped), as #rrggbb."""
-    if not math.isfinite(t):
-        return NOT_FINITE
-    position = min(max(t, 0.0), 1.0) * (len(VIRIDIS) - 1)
+def _interpolated(t: float) -> str:
+    position = t * (len(VIRIDIS) - 1)
     low = min(int(position), len(VIRIDIS) - 2)
     frac = position - low
     rgb = (round(a + (b - a) * frac) for a, b in zip(VIRIDIS[low], VIRIDIS[low + 1]))
     return "#{:02x}{:02x}{:02x}".format(*rgb)
+
+
+LEVELS = 256  # as many as a colour channel has: the table is as fine as the colours themselves
+_TABLE = tuple(_interpolated(i / (LEVELS - 1)) for i in range(LEVELS))
+
+
+def colour(t: float) -> str:
+    """The viridis colour at ``t`` in [0, 1] (clipped), as #rrggbb (looked up: a page draws thousands of cells)."""
+    if not math.isfinite(t):
+        return NOT_FINITE
+    return _TABLE[round(min(max(t, 0.0), 1.0) * (LEVELS - 1))]
 
 
 def exact(value: float) -> str:

@@ -230,7 +230,11 @@ class Runner:
 
         if op == "seed":
             seed = int(header["seed"])
-            torch.manual_seed(seed)
+            if self.device == "cpu":
+                # torch.manual_seed also queues the seed for CUDA with a formatted stack trace (a millisecond a call)
+                torch.default_generator.manual_seed(seed)
+            else:
+                torch.manual_seed(seed)
             np.random.seed(seed % 2**32)
             random.seed(seed)
             return {}
@@ -321,6 +325,35 @@ def _limit_address_space(budget: int) -> None:
     with open("/proc/self/status") as status:
         size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
     resource.setrlimit(resource.RLIMIT_AS, (size + budget, size + budget))
+
+
+def warm_up() -> None:
+    """Pay, once in the zygote, the first-call costs every student process would pay again after each fork: the
+    random generators' first seeding (about 10 ms for NumPy's), torch's dispatch and kernels for the operations
+    attention code uses, the wire's encoders. Runs no student code and keeps nothing but library state; one thread,
+    CPU only (CUDA must not be initialised before a fork)."""
+    random.seed(0)
+    np.random.seed(0)
+    torch.manual_seed(0)
+    x = torch.rand(2, 3, 4)
+    valid = torch.tensor([1, 2])
+    layers = [torch.nn.Linear(4, 4, bias=False), torch.nn.Linear(4, 1), torch.nn.LazyLinear(4), torch.nn.Dropout(0.5)]
+    mask = torch.arange(4)[None, :] < torch.repeat_interleave(valid, 3)[:, None]
+    scores = torch.bmm(x, x.transpose(1, 2)) / 2.0
+    weights = torch.nn.functional.softmax(x.reshape(-1, 4).masked_fill(~mask, -1e6).reshape(x.shape), dim=-1)
+    layers[1](torch.tanh(layers[0](x.unsqueeze(2) + x.unsqueeze(1)))).squeeze(-1)
+    layers[2](x)
+    layers[3].train()(weights)
+    layers[3].eval()(weights)
+    torch.einsum("bqk,bkv->bqv", scores.softmax(-1), x)
+    torch.matmul(x, x.transpose(-1, -2)).exp().sum(-1, keepdim=True)
+    with torch.no_grad():
+        torch.cat([x, x], dim=-1).max(dim=-1)
+    blobs: list[bytes] = []
+    described = values.encode((x, np.ones(3), 1.0, "text", None), blobs)
+    for item, blob in zip(described["items"][:2], blobs):
+        values.decode({"kind": item["kind"], "dtype": "float32", "blob": 0}, [blob], {}, "cpu", {})
+    inspect.signature(torch.nn.Linear)
 
 
 def _fork_for_question() -> int:

@@ -56,6 +56,7 @@ class Zygote:
         import numpy
         import torch
 
+        runtime.warm_up()
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0],
                    "torch": torch.__version__, "numpy": numpy.__version__})
         while True:

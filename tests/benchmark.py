@@ -65,13 +65,19 @@ def _cells(path: Path) -> list[str]:
 
 
 def build_class(folder: Path, students: int) -> list[Path]:
-    """``students`` notebooks, cycling through the samples; each copy differs (its own last cell)."""
+    """``students`` notebooks, cycling through the samples. Every code cell of every copy is the student's own (a
+    comment naming them): no two students share a cell, as no two students' solutions read alike, so nothing a
+    grader could cache across students (parsed or highlighted code) flatters it. Markdown stays shared, as a
+    template's text is in a real class."""
     folder.mkdir(parents=True, exist_ok=True)
     samples = sample_notebooks()
     paths = []
     for index in range(students):
         name, notebook = samples[index % len(samples)]
         copy = deepcopy(notebook)
+        for cell in copy.cells:
+            if cell.cell_type == "code":
+                cell.source = f"# student {index}\n{cell.source}"
         copy.cells.append(nbformat.v4.new_code_cell(f"student_number = {index}  # {name}"))
         path = folder / f"student{index:04d}_{name}.ipynb"
         nbformat.write(copy, path)

@@ -103,7 +103,8 @@ class StudentProcess:
         self._child: Forked | None = None
         self._exit_code: int | None = None
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
-        self._cgroup: Cgroup | None = None
+        self._cgroup: Cgroup | None = None  # the worker's: one submission's processes at a time
+        self._oom_kills = 0  # the group's count of OOM kills when this process started
         self._raw: _RawOutput | None = None
         self._to_child = -1
         self._from_child = -1
@@ -140,8 +141,8 @@ class StudentProcess:
                 self.worker.start(STARTUP_SECONDS)
                 self.deadline += time.monotonic() - starting
             if sandbox.cgroups:
-                self._cgroup = Cgroup(sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
-                                      processes=self.limits.processes)
+                self._cgroup = self.worker.cgroup
+                self._oom_kills = self._cgroup.oom_kills() if self._cgroup is not None else 0
             self._child = self.worker.fork(rlimits=rlimits, home=home)
             if self._cgroup is not None:
                 if self._child.host_pid is None:
@@ -204,8 +205,8 @@ class StudentProcess:
                 self.worker.close()  # a worker that cannot sweep is replaced, its whole sandbox killed
             self._child = None
         if self._cgroup is not None:
-            self._oom = self._oom or self._cgroup.out_of_memory()
-            self._cgroup.close()  # whatever escaped the process group: a daemon that called setsid
+            self._cgroup.kill()  # whatever escaped the process group: a daemon that called setsid
+            self._oom = self._oom or self._cgroup.oom_kills() > self._oom_kills
             self._cgroup = None
         for fd in (self._to_child, self._from_child):
             if fd >= 0:

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from grader.errors import InfrastructureError
 from grader.execute import isolation, seccomp
+from grader.execute.cgroups import Cgroup
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 
@@ -112,6 +113,9 @@ class Worker:
         self.info: dict[str, Any] = {}
         self.host_pid: int | None = None
         self.forks = 0
+        # Where cgroups exist: the group of the student processes this worker forks, one submission's at a time
+        # (made once: making and removing a group costs milliseconds of kernel time).
+        self.cgroup: Cgroup | None = None
         self._exits: dict[int, int] = {}
         self._output = bytearray()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
@@ -157,6 +161,9 @@ class Worker:
                 from None
         self.info = ready
         self.host_pid = find_host_pid(self.popen.pid, int(ready.get("pid", -1)))
+        if self.sandbox.cgroups and self.cgroup is None:
+            self.cgroup = Cgroup(self.sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
+                                 processes=self.limits.processes)
 
     def close(self) -> None:
         """Stop the zygote and everything in its sandbox (the pid namespace dies with the zygote's sandbox)."""
@@ -177,6 +184,9 @@ class Worker:
             self.popen.wait()
             self.popen = None
         self._exits.clear()
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None

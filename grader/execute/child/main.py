@@ -23,6 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import contextlib  # noqa: E402
+import functools  # noqa: E402
+import gc  # noqa: E402
 import inspect  # noqa: E402
 import linecache  # noqa: E402
 import random  # noqa: E402
@@ -253,7 +255,7 @@ class Runner:
             named = _named_parameters(cls)
             keyword.update({k: v for k, v in header.get("optional", {}).items() if k in named})
             obj = cls(**keyword)
-            if isinstance(obj, torch.nn.Module):
+            if isinstance(obj, torch.nn.Module) and self.device != "cpu":  # a new module's tensors are on the CPU
                 obj.to(self.device)
             refs[len(refs) + 1] = obj
             return {"ref": len(refs), "type": values.type_name(obj), "passed": sorted(keyword)}
@@ -296,8 +298,16 @@ class Runner:
 
 def _named_parameters(obj: Any) -> set[str]:
     """Names a caller may pass by keyword (``**kwargs`` does not count: it goes to nn.Module)."""
+    try:
+        return set(_keyword_names(obj))  # a class or function asked about again and again: its signature once
+    except TypeError:  # unhashable
+        return set(_keyword_names.__wrapped__(obj))
+
+
+@functools.lru_cache(maxsize=256)
+def _keyword_names(obj: Any) -> tuple[str, ...]:
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return {p.name for p in inspect.signature(obj).parameters.values() if p.kind in kinds}
+    return tuple(p.name for p in inspect.signature(obj).parameters.values() if p.kind in kinds)
 
 
 def _set_parameter(module: torch.nn.Module, name: str, value: torch.Tensor, device: str) -> None:
@@ -383,6 +393,7 @@ def serve(read_fd: int, write_fd: int, limits: dict[str, int]) -> None:
             channel.send(runner.load(header))
         elif op == "question":
             parent = os.getpid()
+            gc.freeze()  # the loaded submission's objects too: see zygote.py
             pid = _fork_for_question()
             if pid == 0:
                 channel.owner = os.getpid()

@@ -95,6 +95,9 @@ def test_sizes_are_drawn_as_rng_integers_draws_them_and_forced_ones_keep_the_str
             self.calls: list[str] = []
             self.replies: list = []
 
+        def start_check(self) -> None:
+            self.calls.clear()
+
     rng = np.random.default_rng(7)
     expected = (int(rng.integers(2, 5)), int(rng.integers(1, 7)), 4)
     after = rng.normal(size=3)

@@ -39,8 +39,7 @@ def describe_array(array: np.ndarray, limit: int = 600) -> str:
 class CheckContext:
     def __init__(self, *, student: StudentCode, seed: int, forced: Mapping[str, int] | None = None) -> None:
         self.student = student
-        student.calls.clear()  # the trace and the replies are this check's: earlier checks logged theirs
-        student.replies.clear()
+        student.start_check()  # the trace and the replies are this check's: earlier checks logged theirs
         self.met = 0  # expectations met so far: a replay that gets further agrees with what failed here
         self.seed = seed
         self.rng = np.random.default_rng(seed)

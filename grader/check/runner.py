@@ -211,6 +211,7 @@ class SubmissionRunner:
                         if result.status in (TIMEOUT, CRASHED) or self.process is not process:
                             break  # the process is gone (a run looking for a smaller failing case may end it too)
                     if process.alive and not session.ended:
+                        code.settle(ignore_errors=True)
                         output = session.end()
                         if output is not None:
                             run.stdout, run.stderr = run.stdout + output.stdout, run.stderr + output.stderr
@@ -288,9 +289,15 @@ class SubmissionRunner:
                                trace=context.trace, diagnosis=diagnosis)
 
         try:
+            code.settle(ignore_errors=True)  # what an earlier check sent and left unread (it broke off)
             code.seed(seed)
             code.replies.clear()  # a replay starts where the check does
-            check.run(context)
+            try:
+                check.run(context)
+            except WrongAnswer:
+                code.settle(ignore_errors=True)  # failed anyway: an error of a request not waited for adds nothing
+                raise
+            code.settle()  # a request the check did not wait for may have raised: then the check did not pass
         except WrongAnswer as exc:
             if exc.misconception is not None:
                 named = self.assignment.variant_named(exc.misconception)
@@ -326,7 +333,12 @@ def run_at_sizes(check: CheckSpec, seed: int, code: StudentCode,
     run = CheckContext(student=code, seed=seed, forced=sizes)
     try:
         code.seed(seed)
-        check.run(run)
+        try:
+            check.run(run)
+        except WrongAnswer:
+            code.settle(ignore_errors=True)
+            raise
+        code.settle()
     except WrongAnswer as exc:
         return run, exc
     except (CallTimedOut, ProcessDied, ConfigurationError):

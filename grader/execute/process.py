@@ -355,7 +355,17 @@ class QuestionSession:
 
     def request(self, header: dict[str, Any], blobs: Sequence[bytes] = (), *, waiting_for: str = "an answer",
                 timeout: float | None = None) -> tuple[dict[str, Any], list[bytes]]:
-        reply, reply_blobs = self.process.request(header, blobs, waiting_for=waiting_for, timeout=timeout)
+        self.send(header, blobs)
+        return self.receive(waiting_for=waiting_for, timeout=timeout)
+
+    def send(self, header: dict[str, Any], blobs: Sequence[bytes] = ()) -> None:
+        """Send a request without waiting: its answer is read, in order, by a later ``receive``."""
+        self.process._send(header, blobs)
+
+    def receive(self, *, waiting_for: str = "an answer", timeout: float | None = None) -> tuple[dict[str, Any],
+                                                                                             list[bytes]]:
+        limit = self.process.limits.call_seconds if timeout is None else timeout
+        reply, reply_blobs = self.process._receive(min(limit, self.process._remaining()), waiting_for=waiting_for)
         if reply.get("op") == "question_done":  # the fork exited instead of answering
             self.ended = True
             code = reply.get("exit_code")

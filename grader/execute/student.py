@@ -66,6 +66,14 @@ def _where(frame: Any) -> str:
     return f" ({place}line {lineno}, in {function}{code})"
 
 
+def _raised(what: str, reply: dict[str, Any]) -> StudentRaised:
+    error = reply.get("error") or {}
+    exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
+    summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ")
+    return StudentRaised(summary + _where(error.get("where")), exc_type=exc_type, exc_message=exc_message,
+                         traceback=str(error.get("traceback", "")))
+
+
 class StudentCode:
     """The student's namespace inside one question's fork."""
 
@@ -76,42 +84,82 @@ class StudentCode:
         self.calls: list[str] = []  # what was called with what, for the instructor's view of a check
         # This check's answers (operation, reply, blobs), to replay it against known-wrong variants of the reference.
         self.replies: list[tuple[str, dict[str, Any], list[bytes]]] = []
+        # Requests sent without waiting (seeding, setting weights, train/eval): (operation, what, recorded), their
+        # answers read in order before the next answer waited for. A round trip costs a context switch each way;
+        # most of a check's requests answer nothing the check needs.
+        self.pending: list[tuple[str, str, bool]] = []
+        self.known: dict[str, NameInfo] = {}  # names described in this fork (describe)
+        self.known_at_start: dict[str, NameInfo] = {}  # ... when the current check began, for its replay
 
     def log(self, text: str) -> None:
         if len(self.calls) < 50:
             self.calls.append(text[:1500])
 
+    def post(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str, record: bool = True) -> None:
+        """Send a request whose answer the check does not need: an error it raises surfaces at the next request
+        waited for (or at ``settle``), named as this request's."""
+        self.session.send(header, blobs)
+        self.pending.append((str(header.get("op")), what, record))
+
+    def settle(self, *, ignore_errors: bool = False) -> None:
+        """Read the answers of the requests sent without waiting; raise the first one's error (unless ignored)."""
+        failure = self._drain()
+        if failure is not None and not ignore_errors:
+            raise failure
+
+    def _drain(self) -> StudentRaised | None:
+        failure = None
+        pending, self.pending = self.pending, []
+        for op, what, record in pending:
+            reply, reply_blobs = self.session.receive(waiting_for=what)
+            if record:
+                self.replies.append((op, reply, reply_blobs))
+            if not reply.get("ok") and failure is None:
+                failure = _raised(what, reply)
+        return failure
+
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
                  timeout: float | None) -> tuple[dict, list]:
-        reply, reply_blobs = self.session.request(header, blobs, waiting_for=what, timeout=timeout)
+        self.session.send(header, blobs)
+        failure = self._drain()
+        reply, reply_blobs = self.session.receive(waiting_for=what, timeout=timeout)
         self.replies.append((str(header.get("op")), reply, reply_blobs))
+        if failure is not None:
+            raise failure
         return reply, reply_blobs
 
     def request(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str,
                 timeout: float | None = None) -> tuple[dict, list]:
         reply, reply_blobs = self.exchange(header, blobs, what=what, timeout=timeout)
         if not reply.get("ok"):
-            error = reply.get("error") or {}
-            exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
-            summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ")
-            raise StudentRaised(summary + _where(error.get("where")),
-                                exc_type=exc_type, exc_message=exc_message,
-                                traceback=str(error.get("traceback", "")))
+            raise _raised(what, reply)
         return reply, reply_blobs
 
     def value(self, desc: Any, blobs: list[bytes]) -> Returned:
         return decode_value(desc, blobs, max_elements=self._max_elements)
 
     def seed(self, seed: int) -> None:
-        self.request({"op": "seed", "seed": seed}, what="seeding")
+        self.post({"op": "seed", "seed": seed}, what="seeding", record=False)
 
     def describe(self, name: str) -> NameInfo:
+        """What ``name`` is in the student's namespace, asked once per question's fork (checks ask for the same
+        names again and again; a name the fork has is kept for the rest of the question)."""
+        if name in self.known:
+            return self.known[name]
         reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
         if not reply.get("exists"):
             return NameInfo(False)
         params = reply.get("params")
-        return NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
+        info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
                         bool(reply.get("is_module")), tuple(str(p) for p in params) if params is not None else None)
+        self.known[name] = info
+        return info
+
+    def start_check(self) -> None:
+        """A check begins: the trace and the replies are its own, and what it finds known is noted for a replay."""
+        self.calls.clear()
+        self.replies.clear()
+        self.known_at_start = dict(self.known)
 
     def _require(self, name: str, *, want_class: bool) -> NameInfo:
         info = self.describe(name)
@@ -156,6 +204,9 @@ class ReplayedCode(StudentCode):
         self._max_elements = original._max_elements
         self.calls = []
         self.replies = []
+        self.pending = []
+        self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
+        self.known_at_start = dict(self.known)
         self._recorded = iter(list(original.replies))
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -164,6 +215,15 @@ class ReplayedCode(StudentCode):
         if op != header.get("op"):
             raise ReplayExhausted(f"{what}: not in the recording")
         return reply, reply_blobs
+
+    def post(self, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str, record: bool = True) -> None:
+        if record:
+            reply, _ = self.exchange(header, blobs, what=what, timeout=None)
+            if not reply.get("ok"):
+                raise _raised(what, reply)
+
+    def settle(self, *, ignore_errors: bool = False) -> None:
+        return None
 
 
 class StudentFunction:
@@ -223,10 +283,17 @@ class StudentObject:
         return self.code.value(reply["value"], reply_blobs)
 
     def eval(self) -> None:
-        self.method("eval")
+        self._post_method("eval")
 
     def train(self, mode: bool = True) -> None:
-        self.method("train", mode)
+        self._post_method("train", mode)
+
+    def _post_method(self, method: str, *args: Any) -> None:
+        """A method whose return value the check does not need (``eval`` returns the module itself)."""
+        blobs: list[bytes] = []
+        self.code.log(f"{self.class_name}.{method}({_show_args(args, {})})")
+        self.code.post({"op": "method", "ref": self.ref, "method": method, "discard": True,
+                        **_encode_args(args, {}, blobs)}, blobs, what=f"{self.class_name}.{method}")
 
     def attribute(self, attr: str) -> Returned | None:
         reply, blobs = self.code.request({"op": "get", "ref": self.ref, "attr": attr},
@@ -243,5 +310,5 @@ class StudentObject:
         blobs = [wire.encode_array(np.asarray(v, dtype=np.float32)) for v in params.values()]
         for name, value in params.items():
             self.code.log(f"set {self.class_name}.{name} = {_show(np.asarray(value))}")
-        self.code.request({"op": "set_params", "ref": self.ref, "names": list(params)}, blobs,
-                          what=f"setting {self.class_name}'s parameters {', '.join(params)}")
+        self.code.post({"op": "set_params", "ref": self.ref, "names": list(params)}, blobs,
+                       what=f"setting {self.class_name}'s parameters {', '.join(params)}")

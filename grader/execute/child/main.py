@@ -262,7 +262,8 @@ class Runner:
         obj = refs[header["ref"]]
         if op == "method":
             positional, keyword = args()
-            return {"value": self.encode(getattr(obj, header["method"])(*positional, **keyword), out)}
+            value = getattr(obj, header["method"])(*positional, **keyword)
+            return {} if header.get("discard") else {"value": self.encode(value, out)}
         if op == "get":
             if not hasattr(obj, header["attr"]):
                 return {"exists": False}

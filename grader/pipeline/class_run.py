@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import queue
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -246,16 +247,22 @@ def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assig
     warm = stack.enter_context(WorkerPool(size=workers, sandbox=layers, device=device, limits=limits))
     pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers))  # shut down before the workers close
 
-    def grade(submission: Submission) -> SubmissionResult | BaseException:
+    # Results go through a queue, not the futures: a finished future keeps its result for as long as the future is
+    # held, and the whole class's results would stay in memory until the end of the run.
+    arrived: queue.Queue[tuple[Submission, SubmissionResult | BaseException]] = queue.Queue()
+
+    def grade(submission: Submission) -> None:
         try:
             with warm.acquire() as worker:
-                return grade_submission(submission=submission, assignment=spec, root=root, device=device,
-                                        limits=limits, sandbox=layers, worker=worker, clock=clock)
+                arrived.put((submission, grade_submission(submission=submission, assignment=spec, root=root,
+                                                          device=device, limits=limits, sandbox=layers,
+                                                          worker=worker, clock=clock)))
         except Exception as exc:  # a grader bug on one submission must not cost the class its results
-            return exc
+            arrived.put((submission, exc))
 
-    futures = {pool.submit(grade, s): s for s in to_grade}
-    return ((futures[f], f.result()) for f in as_completed(futures))
+    for submission in to_grade:
+        pool.submit(grade, submission)
+    return (arrived.get() for _ in to_grade)
 
 
 def _report_again(book: Gradebook, stored: SubmissionResult, *, spec: Assignment, out_dir: Path, adjust: Adjustments,

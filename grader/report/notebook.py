@@ -113,7 +113,7 @@ def highlight_code(source: str, language: str | None = None, metadata: Any = Non
 _MAGIC_LINE = re.compile(r"^\s*[%!]", re.MULTILINE)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)  # an assignment's template has a few dozen cells
 def _highlighted(source: str, language: str) -> str:
     """Cells a class shares (the template's own code, untouched) are highlighted once (Pygments: ~1 ms a cell).
     A cell without magics or shell lines is plain Python, which Pygments' Python lexer reads in about 60% of the

@@ -287,3 +287,27 @@ def test_the_user_namespace_layer_used_when_the_grader_is_not_root() -> None:
         # question's fork its child: the grader is not in this pid namespace at all.
         assert [item.value for item in code.function("probe")().items] == [65534, False, 3]
     assert "in a user namespace" in user_ns.describe()
+
+
+def test_an_error_in_a_request_not_waited_for_is_named_as_its_own() -> None:
+    """eval(), train() and setting weights are sent without waiting for their answers: when one raises, the error
+    surfaces at the next answer awaited, named as the request that raised, and nothing after it is lost."""
+    source = """
+        import torch
+        class Stubborn(torch.nn.Module):
+            def eval(self):
+                raise RuntimeError("no eval for me")
+        def ok():
+            return 1
+    """
+    with loaded(source) as (process, _), question(process) as code:
+        model = code.construct("Stubborn")
+        model.eval()  # sent; its failure is not known yet
+        with pytest.raises(StudentRaised, match=r"Stubborn.eval raised RuntimeError: no eval for me"):
+            code.function("ok")()
+        assert code.function("ok")().value == 1  # the answer to the awaited call was read, in order
+        model.eval()
+        with pytest.raises(StudentRaised, match="no eval for me"):
+            code.settle()
+        model.train()  # fine: no error to surface
+        code.settle()

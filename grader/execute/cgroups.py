@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Collection
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,11 +113,12 @@ class Cgroup:
                 found.update(int(line) for line in (path / "cgroup.procs").read_text().split())
         return found
 
-    def kill(self, timeout: float = 5.0) -> bool:
-        """SIGKILL every process in the groups until they are empty; True when they are."""
+    def kill(self, timeout: float = 5.0, *, spare: Collection[int] = ()) -> bool:
+        """SIGKILL every process in the groups but ``spare`` (a warm worker's zygote) until none is left; True when
+        none is."""
         deadline = time.monotonic() + timeout
         while True:
-            pids = self.pids()
+            pids = self.pids() - set(spare)
             if not pids:
                 return True
             if time.monotonic() > deadline:

@@ -140,15 +140,10 @@ class StudentProcess:
                 starting = time.monotonic()
                 self.worker.start(STARTUP_SECONDS)
                 self.deadline += time.monotonic() - starting
-            if sandbox.cgroups:
-                self._cgroup = self.worker.cgroup
-                self._oom_kills = self._cgroup.oom_kills() if self._cgroup is not None else 0
             self._child = self.worker.fork(rlimits=rlimits, home=home)
-            if self._cgroup is not None:
-                if self._child.host_pid is None:
-                    raise InfrastructureError("cannot find the student's process to put it in its cgroup")
-                # Before it is asked to load anything: it runs no student code, and so starts no process, until then.
-                self._cgroup.join(self._child.host_pid)
+            # Forked inside the worker's groups (the zygote is in them: a process moved in costs milliseconds).
+            self._cgroup = self.worker.cgroup
+            self._oom_kills = self._cgroup.oom_kills() if self._cgroup is not None else 0
         except (WorkerLost, OSError) as exc:
             self.kill()
             raise InfrastructureError(f"cannot start the student's process: {exc}") from exc
@@ -197,7 +192,7 @@ class StudentProcess:
         if self._child is not None:
             try:
                 if self._cgroup is not None:
-                    self._cgroup.kill()
+                    self._cgroup.kill(spare=self.worker.spared)
                 elif not self.worker.exited(self._child.ident):
                     self.worker.sweep()
                 self._reap()
@@ -205,7 +200,7 @@ class StudentProcess:
                 self.worker.close()  # a worker that cannot sweep is replaced, its whole sandbox killed
             self._child = None
         if self._cgroup is not None:
-            self._cgroup.kill()  # whatever escaped the process group: a daemon that called setsid
+            self._cgroup.kill(spare=self.worker.spared)  # whatever escaped the process group: a setsid daemon
             self._oom = self._oom or self._cgroup.oom_kills() > self._oom_kills
             self._cgroup = None
         for fd in (self._to_child, self._from_child):

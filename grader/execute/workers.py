@@ -90,6 +90,14 @@ def _children(pid: int) -> list[int]:
         return []
 
 
+def _threads(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            return next(int(line.split()[1]) for line in handle if line.startswith("Threads:"))
+    except (OSError, StopIteration, ValueError):
+        return 1
+
+
 def find_host_pid(root: int, ns_pid: int, *, depth: int = 3) -> int | None:
     """The descendant of ``root`` (itself included) whose pid in its own namespace is ``ns_pid``."""
     frontier = [root]
@@ -121,6 +129,11 @@ class Worker:
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------------------------------
+    @property
+    def spared(self) -> tuple[int, ...]:
+        """What killing a submission's processes in the worker's groups must spare: the zygote."""
+        return (self.host_pid,) if self.host_pid is not None else ()
+
     @property
     def alive(self) -> bool:
         return self.popen is not None and self.popen.poll() is None and self.control is not None
@@ -162,8 +175,14 @@ class Worker:
         self.info = ready
         self.host_pid = find_host_pid(self.popen.pid, int(ready.get("pid", -1)))
         if self.sandbox.cgroups and self.cgroup is None:
+            if self.host_pid is None:
+                self.close()
+                raise InfrastructureError("cannot find a grading worker's process to put it in its cgroups")
+            # The zygote joins the groups, so that every student process is born in them. Its own pages were charged
+            # where they were made, not here; its tasks are allowed for beside the students'.
             self.cgroup = Cgroup(self.sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
-                                 processes=self.limits.processes)
+                                 processes=self.limits.processes + _threads(self.host_pid) + 1)
+            self.cgroup.join(self.host_pid)
 
     def close(self) -> None:
         """Stop the zygote and everything in its sandbox (the pid namespace dies with the zygote's sandbox)."""
@@ -276,7 +295,8 @@ class Worker:
             for fd in (grader_write, grader_read, output_read):
                 os.close(fd)
             raise WorkerLost(f"the worker could not fork: {reply.get('error') or reply!r}")
-        host_pid = find_host_pid(self.host_pid, int(reply["pid"]), depth=1) if self.host_pid else None
+        host_pid = next((pid for pid in _children(self.host_pid) if _ns_pid(pid) == int(reply["pid"])), None) \
+            if self.host_pid else None
         return Forked(ident, grader_write, grader_read, os.fdopen(output_read, "rb"), host_pid)
 
     def exited(self, ident: int) -> bool:

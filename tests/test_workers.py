@@ -134,13 +134,17 @@ def look():
 
 @needs_namespaces
 def test_the_next_submission_in_a_worker_finds_nothing_the_last_one_left(worker: Worker) -> None:
+    # What a student finds in a clean worker: nothing, or the sandbox's own mounts (a checkout under /tmp).
+    (fresh,) = run(worker, LOOK_AROUND, "look")
+    assert worker.clean()
     ((made_segment, stopped),) = run(worker, LEAVE_BEHIND, "report")
     assert made_segment
     if SANDBOX.student_uid is not None:
         assert stopped == "refused"  # another uid: students cannot signal the zygote
     assert worker.clean()
-    ((tmp, shm, sleepers, segments),) = run(worker, LOOK_AROUND, "look")
-    assert (tmp, shm, sleepers, segments) == ([], [], [], 0)
+    (after,) = run(worker, LOOK_AROUND, "look")
+    assert after == fresh and "left-by-a" not in after[0]
+    assert after[1:] == [[], [], 0]  # /dev/shm, processes left, System V shared memory segments
 
 
 def test_a_lost_zygote_is_replaced_and_the_submission_is_still_graded() -> None:

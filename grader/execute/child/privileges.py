@@ -90,13 +90,39 @@ def kill_all_but_me() -> None:
         os.kill(-1, signal.SIGKILL)
 
 
-def wipe_scratch() -> list[str]:
-    """Empty the folders a student may write to; return what could not be removed."""
-    left = []
-    for top in SCRATCH:
-        if not os.path.isdir(top):
-            continue
-        for entry in os.scandir(top):
+def scratch_mounts() -> set[str]:
+    """The sandbox's own mounts inside the scratch folders, and the folders leading to them: a Python installation
+    under /tmp (a checkout in /tmp/...) is bound inside the sandbox's /tmp. Read from /proc/self/mountinfo."""
+    kept: set[str] = set()
+    try:
+        with open("/proc/self/mountinfo") as handle:
+            points = [line.split()[4] for line in handle if len(line.split()) > 4]
+    except OSError:
+        return kept
+    for point in points:
+        for top in SCRATCH:
+            if point.startswith(top + "/"):
+                path = point
+                while path != top:
+                    kept.add(path)
+                    path = os.path.dirname(path)
+    return kept
+
+
+def wipe_scratch(kept: set[str] | None = None) -> list[str]:
+    """Empty the folders a student may write to, but for the sandbox's own mounts there (``kept``, from
+    ``scratch_mounts``) and the folders holding them; return what could not be removed."""
+    kept = scratch_mounts() if kept is None else kept
+    mounts = {path for path in kept if os.path.ismount(path)}
+    left: list[str] = []
+
+    def wipe(folder: str) -> None:
+        for entry in os.scandir(folder):
+            if entry.path in mounts:
+                continue
+            if entry.path in kept:  # a folder leading to a mount: what a student put beside it goes
+                wipe(entry.path)
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     _make_removable(entry.path)
@@ -105,6 +131,10 @@ def wipe_scratch() -> list[str]:
                     os.unlink(entry.path)
             except OSError:
                 left.append(entry.path)
+
+    for top in SCRATCH:
+        if os.path.isdir(top):
+            wipe(top)
     return left
 
 

@@ -18,6 +18,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -146,7 +147,10 @@ class Worker:
         else:
             self._scratch = tempfile.TemporaryDirectory(prefix="grader-worker-")
             home = cwd = self._scratch.name
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # Datagrams keep each message whole; SOCK_SEQPACKET also says when the other end closes (Linux only: macOS
+        # has datagrams, and there the zygote watches its parent instead).
+        kind = getattr(socket, "SOCK_SEQPACKET", None) if sys.platform.startswith("linux") else None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, kind or socket.SOCK_DGRAM)
         filter_fd = seccomp.program_fd() if self.sandbox.seccomp else None
         passed = (theirs.fileno(),) if filter_fd is None else (theirs.fileno(), filter_fd)
         env = child_env(home)
@@ -173,7 +177,9 @@ class Worker:
             raise InfrastructureError("a grading worker did not start" + (f": {text[-2000:]}" if text else "")) \
                 from None
         self.info = ready
-        self.host_pid = find_host_pid(self.popen.pid, int(ready.get("pid", -1)))
+        # Without a pid namespace the zygote is the process started; with one, its pid here is found in /proc.
+        self.host_pid = find_host_pid(self.popen.pid, int(ready.get("pid", -1))) if self.sandbox.bwrap \
+            else self.popen.pid
         if self.sandbox.cgroups and self.cgroup is None:
             if self.host_pid is None:
                 self.close()
@@ -295,7 +301,8 @@ class Worker:
             for fd in (grader_write, grader_read, output_read):
                 os.close(fd)
             raise WorkerLost(f"the worker could not fork: {reply.get('error') or reply!r}")
-        host_pid = next((pid for pid in _children(self.host_pid) if _ns_pid(pid) == int(reply["pid"])), None) \
+        host_pid = int(reply["pid"]) if not self.sandbox.bwrap else \
+            next((pid for pid in _children(self.host_pid) if _ns_pid(pid) == int(reply["pid"])), None) \
             if self.host_pid else None
         return Forked(ident, grader_write, grader_read, os.fdopen(output_read, "rb"), host_pid)
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import stat
+import sys
 
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP = 1, 4, 24
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
@@ -34,19 +35,25 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
+LINUX = sys.platform.startswith("linux")
+
+
 def prctl(option: int, value: int) -> None:
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
 def die_with_parent() -> None:
-    """SIGKILL when the process that forked this one ends (reset by a uid change: call it after dropping)."""
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    """SIGKILL when the process that forked this one ends (reset by a uid change: call it after dropping). Linux
+    only; elsewhere the zygote watches its parent itself (zygote.py)."""
+    if LINUX:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def not_dumpable() -> None:
-    """Processes of the same uid may not read this one's memory or open its files through /proc."""
-    prctl(PR_SET_DUMPABLE, 0)
+    """Processes of the same uid may not read this one's memory or open its files through /proc (Linux)."""
+    if LINUX:
+        prctl(PR_SET_DUMPABLE, 0)
 
 
 def drop_to(uid: int) -> None:
@@ -68,6 +75,8 @@ def _status() -> dict[str, str]:
 
 def problems(uid: int | None, *, seccomp: bool) -> list[str]:
     """What is wrong with this process's privileges for running student code (empty when all is as it must be)."""
+    if uid is None and not seccomp:
+        return []  # nothing was asked of this process (no uid switch, no filter): nothing to check, even without /proc
     status = _status()
     found = []
     if uid is not None:

@@ -6,7 +6,8 @@ The zygote never runs student code and holds nothing of the grader's: no referen
 solutions. Each fork drops to the student's uid (in the root layout), applies the submission's rlimits and then
 talks to the grader over its own pipes, exactly as a fresh process would (main.serve).
 
-Control messages are JSON over a SOCK_SEQPACKET socket, file descriptors riding along (SCM_RIGHTS)::
+Control messages are JSON datagrams over a Unix socket pair (SOCK_SEQPACKET on Linux, SOCK_DGRAM elsewhere),
+file descriptors riding along (SCM_RIGHTS)::
 
     zygote -> ready {pid, uid, versions}
     grader -> fork {id, rlimits, home} + [read fd, write fd, output fd]    zygote -> forked {id, pid}
@@ -36,6 +37,7 @@ import privileges  # noqa: E402
 sys.path.remove(HERE)
 
 MAX_CONTROL = 1 << 16
+PARENT_CHECK_SECONDS = 1.0
 
 
 class Zygote:
@@ -45,6 +47,7 @@ class Zygote:
         self.namespaced: bool = bool(settings.get("namespaced"))  # kill(-1) reaches only this sandbox
         self.seccomp: bool = bool(settings.get("seccomp"))
         self.children: dict[int, int] = {}  # pid -> request id
+        self.parent = os.getppid()
         self.wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)
         signal.set_wakeup_fd(wake_write)
@@ -65,7 +68,10 @@ class Zygote:
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0],
                    "torch": torch.__version__, "numpy": numpy.__version__})
         while True:
-            ready, _, _ = select.select([self.control, self.wake_read], [], [])
+            ready, _, _ = select.select([self.control, self.wake_read], [], [], PARENT_CHECK_SECONDS)
+            if os.getppid() != self.parent:  # the grader is gone (where no parent-death signal said so)
+                self.sweep()
+                os._exit(0)
             if self.wake_read in ready:
                 os.read(self.wake_read, 4096)
                 self.reap()
@@ -85,7 +91,7 @@ class Zygote:
             self.send({"op": "swept"})
         elif op == "clean":
             left = self.sweep()
-            self.send({"op": "cleaned", "left": left})
+            self.send({"op": "cleaned", "left": left[:20]})  # a datagram: macOS allows 2 KB
         else:
             self.sweep()
             os._exit(0)

@@ -30,6 +30,11 @@ def test_grade_prints_progress_and_the_dashboard(tmp_path: Path) -> None:
     # How long the pages took to render, measured around the rendering, e.g. "2 student pages in 0.02 s (9.1 ms each)"
     assert re.search(r"^Reports: 2 student pages in \d+\.\d+ s \(\d+\.\d ms each\); 2 instructor pages", result.stdout,
                      re.MULTILINE), result.stdout
+    # Where the time went, every stage named, summed over the submissions graded
+    stages = r"read [\d.]+ s \(\d+%\), execute [\d.]+ s \(\d+%\), check [\d.]+ s \(\d+%\), record [\d.]+ s " \
+             r"\(\d+%\), report [\d.]+ s \(\d+%\)"
+    assert re.search(r"^Time by stage \(summed over the 2 submission\(s\) graded\): " + stages, result.stdout,
+                     re.MULTILINE), result.stdout
     for name in ("grades.csv", "index.html", "gradebook.sqlite", "students/ana/report.html",
                  "students/ana/instructor.html", "students/ben/results.json"):
         assert (tmp_path / "out" / name).is_file()

@@ -282,29 +282,30 @@ class Worker:
         grader_read, child_write = os.pipe()
         output_read, output_write = os.pipe()
         try:
-            self._send({"op": "fork", "id": ident, "rlimits": rlimits, "home": home},
-                       (child_read, child_write, output_write))
-        except WorkerLost:
-            for fd in (grader_write, grader_read, output_read):
-                os.close(fd)
-            raise
-        finally:
-            for fd in (child_read, child_write, output_write):
-                os.close(fd)
-        try:
+            try:
+                self._send({"op": "fork", "id": ident, "rlimits": rlimits, "home": home},
+                           (child_read, child_write, output_write))
+            finally:  # the zygote holds its copies now, or never will
+                for fd in (child_read, child_write, output_write):
+                    os.close(fd)
             reply = self._expect("forked", timeout)
+            if reply.get("id") != ident or "pid" not in reply:
+                raise WorkerLost(f"the worker could not fork: {reply.get('error') or reply!r}")
         except WorkerLost:
             for fd in (grader_write, grader_read, output_read):
                 os.close(fd)
             raise
-        if reply.get("id") != ident or "pid" not in reply:
-            for fd in (grader_write, grader_read, output_read):
-                os.close(fd)
-            raise WorkerLost(f"the worker could not fork: {reply.get('error') or reply!r}")
-        host_pid = int(reply["pid"]) if not self.sandbox.bwrap else \
-            next((pid for pid in _children(self.host_pid) if _ns_pid(pid) == int(reply["pid"])), None) \
-            if self.host_pid else None
+        host_pid = self._host_pid_of(int(reply["pid"]))
         return Forked(ident, grader_write, grader_read, os.fdopen(output_read, "rb"), host_pid)
+
+    def _host_pid_of(self, pid: int) -> int | None:
+        """A forked process's pid on this machine: the same outside a pid namespace, else found among the zygote's
+        children (not from the zygote's own /proc status, which walks its large address space)."""
+        if not self.sandbox.bwrap:
+            return pid
+        if self.host_pid is None:
+            return None
+        return next((child for child in _children(self.host_pid) if _ns_pid(child) == pid), None)
 
     def exited(self, ident: int) -> bool:
         """Whether student process ``ident`` has ended, as far as the zygote has said (without waiting)."""
@@ -361,7 +362,6 @@ class WorkerPool:
             worker = Worker(sandbox=self.sandbox, device=device, limits=self.limits)
             self._all.append(worker)
             self._idle.put(worker)
-        self._closed = False
 
     @contextmanager
     def acquire(self) -> Iterator[Worker]:
@@ -374,7 +374,6 @@ class WorkerPool:
             self._idle.put(worker)
 
     def close(self) -> None:
-        self._closed = True
         for worker in self._all:
             worker.close()
 

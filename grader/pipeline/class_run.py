@@ -7,6 +7,7 @@ students' pages cover the whole class, reused results and new ones alike. ``forc
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -53,6 +54,10 @@ class RenderTimes:
     instructor_s: float = 0.0
     dashboard_s: float = 0.0
 
+    def add(self, student_s: float, instructor_s: float) -> RenderTimes:
+        return dataclasses.replace(self, pages=self.pages + 1, student_s=self.student_s + student_s,
+                                   instructor_s=self.instructor_s + instructor_s)
+
     def summary(self) -> str:
         """e.g. 'Reports: 17 student pages in 0.09 s (5.3 ms each); ...'"""
         if not self.pages:
@@ -62,24 +67,6 @@ class RenderTimes:
                 f"each); {self.pages} instructor pages, with the notebook rendered by nbconvert, in "
                 f"{self.instructor_s:.2f} s ({self.instructor_s * each:.0f} ms each); the dashboard in "
                 f"{1000 * self.dashboard_s:.1f} ms")
-
-
-@dataclass
-class RenderClock:
-    """RenderTimes being added up while a class is written (by the one thread that writes pages)."""
-
-    pages: int = 0
-    student_s: float = 0.0
-    instructor_s: float = 0.0
-    dashboard_s: float = 0.0
-
-    def add(self, student_s: float, instructor_s: float) -> None:
-        self.pages += 1
-        self.student_s += student_s
-        self.instructor_s += instructor_s
-
-    def snapshot(self) -> RenderTimes:
-        return RenderTimes(self.pages, self.student_s, self.instructor_s, self.dashboard_s)
 
 
 @dataclass(frozen=True)
@@ -190,7 +177,7 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     adjust = Adjustments(out_dir, spec, rule or deadline_rule(spec.deadline, spec.late, None))
     fingerprint = grading_fingerprint(spec, device=device, limits=limits)
     clock = StageClock()
-    times = RenderClock()
+    times = RenderTimes()
     by_student = {s.student: s for s in submissions}
     summaries: list[SubmissionResult] = []
     graded = 0
@@ -208,14 +195,16 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
             arriving = _grade_here(stack, plan.to_grade, spec=spec, root=submissions_dir, jobs=jobs, device=device,
                                    limits=limits, layers=layers, clock=clock)
         for stored in plan.reused:  # reported again while the submissions are graded
-            summaries.append(_report_again(book, stored, spec=spec, out_dir=out_dir, adjust=adjust,
-                                           submission=by_student.get(stored.student), fingerprint=fingerprint,
-                                           times=times))
+            summary, rendered = _report_again(book, stored, spec=spec, out_dir=out_dir, adjust=adjust,
+                                              submission=by_student.get(stored.student), fingerprint=fingerprint)
+            summaries.append(summary)
+            if rendered is not None:
+                times = times.add(*rendered)
         for submission, outcome in arriving:
             result = outcome if isinstance(outcome, SubmissionResult) else \
                 _internal_error(submission, spec, submissions_dir, outcome)
             result = adjust.apply(result, submission)
-            times.add(*_write_student(out_dir, result, spec.title, submission, clock))
+            times = times.add(*_write_student(out_dir, result, spec.title, submission, clock))
             recording = time.perf_counter()
             book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
             clock.add("record", time.perf_counter() - recording)
@@ -230,11 +219,11 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     write_lms_csv(out_dir / "lms.csv", results)
     started = time.perf_counter()
     dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=spec.max_score)
-    times.dashboard_s = time.perf_counter() - started
+    times = dataclasses.replace(times, dashboard_s=time.perf_counter() - started)
     write_text_atomic(out_dir / "index.html", dashboard)
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing,
-                    rendering=times.snapshot(), held_back=plan.held_back, stages=clock.snapshot(graded),
+                    rendering=times, held_back=plan.held_back, stages=clock.snapshot(graded),
                     adjustments=adjusted)
 
 
@@ -266,16 +255,18 @@ def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assig
 
 
 def _report_again(book: Gradebook, stored: SubmissionResult, *, spec: Assignment, out_dir: Path, adjust: Adjustments,
-                  submission: Submission | None, fingerprint: str, times: RenderClock) -> SubmissionResult:
+                  submission: Submission | None,
+                  fingerprint: str) -> tuple[SubmissionResult, tuple[float, float] | None]:
     """A reused result, with this run's manual marks and late penalty: its pages are written again only when those
-    changed it or a page is missing (the stored one is read whole only then); its summary either way."""
+    changed it or a page is missing (the stored one is read whole only then). Its summary, and how long its pages
+    took to render if they were."""
     adjusted = adjust.apply(stored, submission)
     folder = out_dir / "students" / stored.student
     if adjusted == stored and all((folder / name).is_file() for name in STUDENT_FILES):
-        return adjusted
+        return adjusted, None
     whole = book.result(spec.name, stored.student)
     result = adjust.apply(whole, submission) if whole is not None else adjusted
-    times.add(*_write_student(out_dir, result, spec.title, submission))
+    rendered = _write_student(out_dir, result, spec.title, submission)
     if adjusted != stored:  # new marks or a new deadline: the gradebook's totals follow them
         book.record(result, fingerprint=fingerprint)
-    return result.summary()
+    return result.summary(), rendered

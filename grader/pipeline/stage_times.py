@@ -35,9 +35,6 @@ class StageTimes:
     submissions: int = 0  # graded in this run (reused results are only reported)
     seconds: tuple[tuple[str, float], ...] = field(default_factory=lambda: tuple((s, 0.0) for s in STAGES))
 
-    def of(self, stage: str) -> float:
-        return dict(self.seconds).get(stage, 0.0)
-
     def summary(self) -> str:
         """'Time by stage (summed over submissions, 17 graded): read 0.1 s, execute 4.2 s (...)'."""
         total = sum(s for _, s in self.seconds) or 1.0

@@ -193,3 +193,22 @@ def test_without_namespaces_a_root_grader_still_runs_students_as_uid_65534(tmp_p
         source = f"BLOCKED = {str(blocked / 'planted.txt')!r}\n" + NOT_ROOT
         assert run(one, source, "probe") == [[65534, 65534, "refused", "refused"]]
     assert list(blocked.iterdir()) == []
+
+
+def _kernel_collapses_huge_pages() -> bool:
+    """MADV_COLLAPSE exists from Linux 6.1 on, wherever transparent huge pages are not switched off."""
+    try:
+        setting = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+        major, minor = (int(part) for part in os.uname().release.split(".")[:2])
+    except (OSError, ValueError):
+        return False
+    return "[never]" not in setting and (major, minor) >= (6, 1)
+
+
+@pytest.mark.skipif(not _kernel_collapses_huge_pages(), reason="this kernel cannot collapse memory into huge pages")
+def test_the_zygotes_memory_is_in_huge_pages_so_that_each_fork_copies_few_page_table_entries(worker: Worker) -> None:
+    assert worker.host_pid is not None
+    rollup = Path(f"/proc/{worker.host_pid}/smaps_rollup").read_text()
+    sizes = {line.split(":")[0]: int(line.split()[1]) for line in rollup.splitlines()[1:]}
+    # Most of what importing torch and NumPy left on the heap: a fork copies one entry per 2 MiB of it.
+    assert sizes["AnonHugePages"] > sizes["Anonymous"] // 2, rollup

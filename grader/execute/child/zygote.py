@@ -31,6 +31,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import huge_pages  # noqa: E402
 import main as runtime  # noqa: E402  (imports NumPy and torch, and sets torch to one thread)
 import privileges  # noqa: E402
 
@@ -65,6 +66,7 @@ class Zygote:
         # collection in a fork would otherwise touch each of them and copy most of the zygote's pages (about
         # 10,000 page faults and 100 ms a fork, measured).
         gc.freeze()
+        huge_pages.collapse_anonymous_memory()  # a fork then costs a quarter of the kernel time: see huge_pages.py
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0],
                    "torch": torch.__version__, "numpy": numpy.__version__})
         while True:

@@ -98,6 +98,25 @@ def test_a_call_that_kills_the_process_costs_only_its_check(tmp_path: Path, toy:
     assert result.score == 4
 
 
+def test_the_last_question_answered_by_the_loaded_process_itself_keeps_its_output_and_its_crashes(
+        tmp_path: Path, toy: Assignment) -> None:
+    # q3, the last question, is answered by the loaded submission, not a fork of it: the same output, the same
+    # message when the code ends the process, and earlier questions' changes still unseen.
+    printing = CORRECT.replace("        counter += 1", "        counter += 1\n        print('bumped to', counter)")
+    result = grade(tmp_path, toy, printing)
+    assert result.score == 5 and result.questions[2].stdout == "bumped to 1\n"
+    assert result.questions[1].stdout == "bumped to 1\n"  # q2's own bump, in its fork
+    # Only in q3: q2 runs with the reference's module loaded beside the student's code.
+    dying = CORRECT.replace("        counter += 1",
+                            "        if 'reference' not in sys.modules:\n            os._exit(9)")
+    dying = dying.replace("def scale", "import os, sys\n    def scale", 1)
+    result = grade(tmp_path, toy, dying)
+    assert outcomes(result) == {"q1.first": "passed", "q1.second": "passed", "q2.twice": "passed",
+                                "q3.fresh": "crashed"}
+    assert result.checks[-1].message == "your code ended the process while the grader waited for bump(...) " \
+                                        "(exit code 9)"
+
+
 def test_missing_names_point_at_the_cell_that_failed(tmp_path: Path, toy: Assignment) -> None:
     import nbformat
 

@@ -147,27 +147,39 @@ class SubmissionRunner:
     # ----- questions -------------------------------------------------------------------------------------------
     def grade(self) -> list[QuestionResult]:
         results: dict[str, QuestionResult] = {}
-        for question in self.assignment.questions:
-            run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names)
+        questions = self.assignment.questions
+        for index, question in enumerate(questions):
+            final = index == len(questions) - 1
+            # The loaded submission's last question is answered by it, not by a fork (see StudentProcess.question):
+            # the comparison with the student's own code, when one follows, is then the last.
+            compared = bool(question.graded_with_reference) and self._owners_lost_points(question, results)
+            run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names,
+                                     last=final and not compared)
             notes: list[str] = []
             checks = run.checks
             if question.graded_with_reference:
-                checks, notes = self._compare_with_own(question, checks, results)
+                checks, notes = self._compare_with_own(question, checks, results, last=final)
             results[question.id] = QuestionResult(question.id, question.title, tuple(checks), tuple(notes),
                                                   run.stdout, run.stderr)
         return list(results.values())
 
-    def _compare_with_own(self, question: Question, checks: list[CheckResult],
-                          done: dict[str, QuestionResult]) -> tuple[list[CheckResult], list[str]]:
+    def _owners(self, question: Question) -> list[str]:
+        """The questions that define what ``question`` is graded with the reference of."""
+        return sorted({q.id for n in question.graded_with_reference if (q := self.assignment.owner_of(n))})
+
+    def _owners_lost_points(self, question: Question, done: dict[str, QuestionResult]) -> bool:
+        return not all(o in done and done[o].score == done[o].max_score for o in self._owners(question))
+
+    def _compare_with_own(self, question: Question, checks: list[CheckResult], done: dict[str, QuestionResult], *,
+                          last: bool = False) -> tuple[list[CheckResult], list[str]]:
         names = ", ".join(question.graded_with_reference)
-        owners = sorted({q.id for n in question.graded_with_reference if (q := self.assignment.owner_of(n))})
         notes = [f"Graded with the reference {names} in place of yours, so a mistake there costs points only in "
-                 f"{', '.join(owners)}."]
-        if all(o in done and done[o].score == done[o].max_score for o in owners):
+                 f"{', '.join(self._owners(question))}."]
+        if not self._owners_lost_points(question, done):
             return checks, notes
         # Only informative: when the student's own code hangs or crashes here, it is not restarted for it.
         own = self._run_question(question, self.assignment.checks_for(question.id), question.uses_provided,
-                                 restart=False)
+                                 restart=False, last=last)
         changed = []
         for with_reference, with_own in zip(checks, own.checks):
             if with_reference.passed and with_own.status not in (PASSED, NOT_RUN):
@@ -180,7 +192,7 @@ class SubmissionRunner:
         return changed, notes
 
     def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str], *,
-                      restart: bool = True) -> _QuestionRun:
+                      restart: bool = True, last: bool = False) -> _QuestionRun:
         run = _QuestionRun()
         pending = list(checks)
         source = self.assignment.provided_source if provided else None
@@ -189,7 +201,7 @@ class SubmissionRunner:
                 reason = f"not run: the submission used up its time limit ({self.limits.submission_seconds:g} s)"
                 run.checks += [not_run(c, self._seed(c), reason) for c in pending]
                 break
-            if self.process is None or not self.process.alive:
+            if self.process is None or not self.process.alive or self.process.spent:
                 if not restart and run.checks:
                     reason = "not run: your code hung or crashed on an earlier check of this comparison"
                     run.checks += [not_run(c, self._seed(c), reason) for c in pending]
@@ -203,7 +215,7 @@ class SubmissionRunner:
                     break
             process = self.process
             try:
-                with process.question(provided_source=source, provided_names=provided) as session:
+                with process.question(provided_source=source, provided_names=provided, last=last) as session:
                     code = StudentCode(session, load_hint=self._load_hint())
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)

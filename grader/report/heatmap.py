@@ -8,6 +8,7 @@ under the pointer. The student's weights and the reference's share one scale; th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -153,6 +154,16 @@ def _cell_size(n_cols: int, large: bool) -> int:
 def heatmap_figure(heatmap: Heatmap, *, large: bool = False, difference: bool = True) -> Markup:
     """A ``<figure>``: the student's weights beside the reference's on one scale, and where they differ, the absolute
     difference on its own scale. ``large`` for a failing check; small ones show a passing student their attention."""
+    try:
+        return _figure(heatmap, large, difference)
+    except TypeError:  # a heatmap holding a list (built by hand, not read from a result): not hashable
+        return _figure.__wrapped__(heatmap, large, difference)
+
+
+# A student's page and their instructor page draw the same figures, and correct work gives the same weights on the
+# fixed textbook tensors: drawn once (a heatmap is plain tuples, hashable).
+@functools.lru_cache(maxsize=256)
+def _figure(heatmap: Heatmap, large: bool, difference: bool) -> Markup:
     reference, student = heatmap.reference, heatmap.student
     vmin, vmax = value_range(reference, student)
     cell = _cell_size(max((len(r) for r in reference), default=1), large)

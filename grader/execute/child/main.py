@@ -392,6 +392,10 @@ def serve(read_fd: int, write_fd: int, limits: dict[str, int]) -> None:
         op = header.get("op")
         if op == "load":
             channel.send(runner.load(header))
+        elif op == "question" and header.get("last"):
+            # Nothing will ask the loaded submission anything after this question: it answers in this process,
+            # which exits at the end of the question as a fork would (a fork costs milliseconds of page copying).
+            runner.serve_question(header)
         elif op == "question":
             parent = os.getpid()
             gc.freeze()  # the loaded submission's objects too: see zygote.py

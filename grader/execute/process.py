@@ -30,6 +30,7 @@ from grader.execute.workers import STARTUP_SECONDS, Forked, Worker, WorkerLost
 HELLO_SECONDS = 20.0  # a fork answers in milliseconds; a loaded machine may take longer
 UNIT_MARGIN_SECONDS = 5.0
 EXIT_SECONDS = 2.0  # how long to wait for the zygote to report how a process ended
+READ_AHEAD = 1 << 16  # bytes asked of the pipe at a time, at least
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,7 @@ class StudentProcess:
         self._from_child = -1
         self._oom = False
         self._spent = False
+        self._inbox = bytearray()  # read from the process, not yet taken as part of a message
         self._ended_text = "the student's process ended"
         self.waited_s = 0.0  # starting it and waiting for its answers: the execute stage's time
 
@@ -297,8 +299,10 @@ class StudentProcess:
         submission_bound = deadline >= self.deadline - 1e-3
 
         def read_exact(n: int) -> bytes:
-            chunks: list[bytes] = []
-            while n:
+            # What arrived is read in one go (a message's header, lengths and arrays come together), and kept for
+            # the next read: a system call per message rather than one per field.
+            inbox = self._inbox
+            while len(inbox) < n:
                 left = deadline - time.monotonic()
                 ready, _, _ = select.select([self._from_child], [], [], max(0.0, left))
                 if not ready:
@@ -306,12 +310,13 @@ class StudentProcess:
                     what = "the submission's time limit" if submission_bound else "the time limit"
                     seconds = self.limits.submission_seconds if submission_bound else timeout
                     raise CallTimedOut(f"no answer within {what} ({seconds:g} s) while waiting for {waiting_for}")
-                chunk = os.read(self._from_child, min(n, 1 << 20))
+                chunk = os.read(self._from_child, min(max(n - len(inbox), READ_AHEAD), 1 << 20))
                 if not chunk:
                     self._died(f"{self._ended_text} while the grader waited for {waiting_for}")
-                chunks.append(chunk)
-                n -= len(chunk)
-            return b"".join(chunks)
+                inbox += chunk
+            taken = bytes(inbox[:n])
+            del inbox[:n]
+            return taken
 
         try:
             return wire.read_message(read_exact, max_total=self.limits.max_message_bytes,

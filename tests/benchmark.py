@@ -108,12 +108,14 @@ def run_grader(submissions: Path, out: Path, jobs: int) -> GraderRun:
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"grader grade failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    peak = re.search(r"Peak memory of the grader: (\d+) MiB", done.stdout)
+    peak = re.search(r"Peak memory of the grader: (\d+) MiB(?:, and (\d+) job processes of at most (\d+) MiB)?",
+                     done.stdout)
     stages = re.search(r"^Time by stage.*$", done.stdout, re.MULTILINE)
     reports = re.search(r"^Reports: .*$", done.stdout, re.MULTILINE)
     count = len([p for p in submissions.iterdir() if p.suffix == ".ipynb"])
-    return GraderRun(count, wall, int(peak.group(1)) if peak else -1, stages.group(0) if stages else "",
-                     reports.group(0) if reports else "")
+    # The run's own process, and its job processes (for a large class) at their largest each.
+    total = int(peak.group(1)) + int(peak.group(2) or 0) * int(peak.group(3) or 0) if peak else -1
+    return GraderRun(count, wall, total, stages.group(0) if stages else "", reports.group(0) if reports else "")
 
 
 def run_baseline(notebooks: list[Path], jobs: int) -> float:

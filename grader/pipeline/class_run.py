@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import queue
+import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,13 +33,15 @@ from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.distributed import DaskGrading, Grading
 from grader.pipeline.fingerprint import grading_fingerprint
+from grader.pipeline.job_processes import PROCESSES_FROM, JobProcesses, JobSettings, PagesSettings
 from grader.pipeline.resume import check_students, plan_resume
 from grader.pipeline.stage_times import StageClock, StageTimes
+from grader.pipeline.student_files import STUDENT_FILES, write_student_files
 from grader.pipeline.submission_run import grade_submission, unrun_questions
-from grader.record import Gradebook, gradescope_results, write_grades_csv, write_lms_csv, write_text_atomic
+from grader.record import Gradebook, write_grades_csv, write_lms_csv, write_text_atomic
 from grader.record.atomic import remove_partial_writes
 from grader.record.output_lock import output_lock
-from grader.report import render_dashboard, render_instructor_report, render_student_report
+from grader.report import render_dashboard
 from grader.results import INTERNAL, SubmissionResult
 
 Progress = Callable[[SubmissionResult, int, int], None]  # (result, graded so far, to grade in this run)
@@ -82,6 +85,7 @@ class ClassRun:
     held_back: tuple[str, ...] = ()  # not graded for --student, though new or changed since their stored result
     rendering: RenderTimes = RenderTimes()
     stages: StageTimes = field(default_factory=StageTimes)  # where the time went (summed over submissions)
+    job_processes: int = 0  # processes that graded in parallel (0: threads of the run's own process, or a cluster)
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
 
     @functools.cached_property
@@ -118,42 +122,20 @@ def _internal_error(submission: Submission, assignment: Assignment, root: Path,
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0)
 
 
-STUDENT_FILES = ("results.json", "report.html", "instructor.html")
-
-
-def _write_student(out_dir: Path, result: SubmissionResult, title: str, submission: Submission | None,
-                   clock: StageClock | None = None) -> tuple[float, float]:
-    """Write a student's files; return how long rendering their page and their instructor page took."""
-    folder = out_dir / "students" / result.student
-    recording = time.perf_counter()
-    write_text_atomic(folder / "results.json", json.dumps(gradescope_results(result), indent=2) + "\n")
-    started = time.perf_counter()
-    if clock is not None:
-        clock.add("record", started - recording)
-    page = render_student_report(result, title=title)
-    rendered = time.perf_counter()
-    instructor_page = render_instructor_report(result, title=title, submission=submission)
-    done = time.perf_counter()
-    write_text_atomic(folder / "instructor.html", instructor_page)
-    write_text_atomic(folder / "report.html", page)
-    if clock is not None:
-        clock.add("report", time.perf_counter() - started)
-    return rendered - started, done - rendered
-
-
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
                 limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None,
                 late: LateOverride | None = None, students: Sequence[str] = (),
-                scheduler: str | None = None) -> ClassRun:
+                scheduler: str | None = None, job_processes: bool | None = None) -> ClassRun:
     """Grade every submission in ``submissions_dir`` into ``out_dir``; with ``students`` (``--student``), grade only
     theirs and report everyone else's stored result as it is (see ``resume``).
 
     ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
     isolation mode (auto, require, off; see grader.execute.isolation); ``layout`` the submissions folder's (auto,
     flat, nbgrader, gradescope; see grader.discover.layouts); ``scheduler`` the address of a Dask scheduler whose
-    workers grade the submissions (grader.pipeline.distributed) instead of this machine's.
+    workers grade the submissions (grader.pipeline.distributed) instead of this machine's; ``job_processes`` whether
+    parallel jobs are processes or threads (None: processes for a large class; see job_processes.py).
     """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
     limits = spec.limits.with_overrides(limit_overrides)
@@ -164,14 +146,15 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     with output_lock(out_dir):
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
                              device=device, force=force, limits=limits, layers=layers, progress=progress,
-                             planned=planned, rule=rule, students=students, scheduler=scheduler)
+                             planned=planned, rule=rule, students=students, scheduler=scheduler,
+                             job_processes=job_processes)
 
 
 def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
                   out_dir: Path, jobs: int | None, device: str, force: bool, limits: Limits, layers: Sandbox,
                   progress: Progress | None, planned: Planned | None,
                   rule: DeadlineRule | None = None, students: Sequence[str] = (),
-                  scheduler: str | None = None) -> ClassRun:
+                  scheduler: str | None = None, job_processes: bool | None = None) -> ClassRun:
     remove_partial_writes(out_dir)
     # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
     adjust = Adjustments(out_dir, spec, rule or deadline_rule(spec.deadline, spec.late, None))
@@ -181,6 +164,7 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     by_student = {s.student: s for s in submissions}
     summaries: list[SubmissionResult] = []
     graded = 0
+    processes = 0  # job processes grading (none: threads of this process, or a cluster)
     with Gradebook(out_dir / "gradebook.sqlite") as book, ExitStack() as stack:
         plan = plan_resume(submissions, book.stored(spec.name, summaries=True), fingerprint=fingerprint,
                            root=submissions_dir, force=force, only=students)
@@ -189,22 +173,32 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
         if scheduler:
             remote = DaskGrading(scheduler)
             stack.callback(remote.close)
-            arriving = remote.grade(plan.to_grade, root=submissions_dir, grading=Grading(
-                spec.name, fingerprint, device, limits, layers.mode))
+            arriving = ((submission, outcome, None) for submission, outcome in remote.grade(
+                plan.to_grade, root=submissions_dir, grading=Grading(spec.name, fingerprint, device, limits,
+                                                                     layers.mode)))
         else:
-            arriving = _grade_here(stack, plan.to_grade, spec=spec, root=submissions_dir, jobs=jobs, device=device,
-                                   limits=limits, layers=layers, clock=clock)
+            workers = min(jobs or os.cpu_count() or 1, max(1, len(plan.to_grade)))
+            if workers > 1 and (job_processes if job_processes is not None else
+                                len(plan.to_grade) >= PROCESSES_FROM):
+                processes = workers
+            arriving = _grade_here(stack, plan.to_grade, spec=spec, root=submissions_dir, workers=workers,
+                                   device=device, limits=limits, layers=layers, clock=clock, in_processes=processes > 0,
+                                   pages=PagesSettings(out_dir, adjust.rule))
         for stored in plan.reused:  # reported again while the submissions are graded
             summary, rendered = _report_again(book, stored, spec=spec, out_dir=out_dir, adjust=adjust,
                                               submission=by_student.get(stored.student), fingerprint=fingerprint)
             summaries.append(summary)
             if rendered is not None:
                 times = times.add(*rendered)
-        for submission, outcome in arriving:
-            result = outcome if isinstance(outcome, SubmissionResult) else \
-                _internal_error(submission, spec, submissions_dir, outcome)
-            result = adjust.apply(result, submission)
-            times = times.add(*_write_student(out_dir, result, spec.title, submission, clock))
+        for submission, outcome, rendered in arriving:
+            if isinstance(outcome, SubmissionResult) and rendered is not None:
+                result = outcome  # adjusted, its files written, by the job process that graded it
+            else:
+                result = outcome if isinstance(outcome, SubmissionResult) else \
+                    _internal_error(submission, spec, submissions_dir, outcome)
+                result = adjust.apply(result, submission)
+                rendered = write_student_files(out_dir, result, spec.title, submission, clock)
+            times = times.add(*rendered)
             recording = time.perf_counter()
             book.record(result, fingerprint=fingerprint)  # after its files: a row means its pages exist
             clock.add("record", time.perf_counter() - recording)
@@ -224,15 +218,48 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing,
                     rendering=times, held_back=plan.held_back, stages=clock.snapshot(graded),
-                    adjustments=adjusted)
+                    adjustments=adjusted, job_processes=processes)
+
+
+Arrival = tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]  # None: pages not written
 
 
 def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path,
-                jobs: int | None, device: str, limits: Limits, layers: Sandbox,
-                clock: StageClock) -> Iterator[tuple[Submission, SubmissionResult | BaseException]]:
-    """Grade on this machine, ``jobs`` at a time, each job with a warm worker (grader/execute/workers.py) that
-    imports torch once and forks a process per submission; results in the order they finish."""
-    workers = jobs or os.cpu_count() or 1
+                workers: int, device: str, limits: Limits, layers: Sandbox, clock: StageClock,
+                pages: PagesSettings, in_processes: bool) -> Iterator[Arrival]:
+    """Grade on this machine, ``workers`` at a time, each job with a warm worker (grader/execute/workers.py) that
+    imports torch once and forks a process per submission; results in the order they finish. The jobs are processes
+    (job_processes.py), which also write each student's files, or threads of this process."""
+    if in_processes:
+        assert spec.folder is not None
+        job_processes = JobProcesses(workers, JobSettings(spec.name, spec.folder.parent, root, device, limits,
+                                                          layers.mode, pages))
+        stack.callback(job_processes.close)
+        return _in_processes(job_processes, stack, to_grade, spec=spec, root=root, workers=workers, device=device,
+                             limits=limits, layers=layers, clock=clock)
+    return _in_threads(stack, to_grade, spec=spec, root=root, workers=workers, device=device, limits=limits,
+                       layers=layers, clock=clock)
+
+
+def _in_processes(job_processes: JobProcesses, stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment,
+                  root: Path, workers: int, device: str, limits: Limits, layers: Sandbox,
+                  clock: StageClock) -> Iterator[Arrival]:
+    """The job processes' results; what a job process that died (or never started) left is graded here instead."""
+    lost: list[Submission] = []
+    for submission, outcome, rendered in job_processes.grade(to_grade, clock):
+        if isinstance(outcome, BrokenProcessPool):
+            lost.append(submission)
+        else:
+            yield submission, outcome, rendered
+    if lost:
+        print(f"warning: the grading processes stopped ({job_processes.failure or 'no reason given'}); grading "
+              f"the {len(lost)} submission(s) left in this process", file=sys.stderr, flush=True)
+        yield from _in_threads(stack, lost, spec=spec, root=root, workers=workers, device=device, limits=limits,
+                               layers=layers, clock=clock)
+
+
+def _in_threads(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path, workers: int,
+                device: str, limits: Limits, layers: Sandbox, clock: StageClock) -> Iterator[Arrival]:
     warm = stack.enter_context(WorkerPool(size=workers, sandbox=layers, device=device, limits=limits))
     pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers))  # shut down before the workers close
 
@@ -251,7 +278,9 @@ def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assig
 
     for submission in to_grade:
         pool.submit(grade, submission)
-    return (arrived.get() for _ in to_grade)
+    for _ in to_grade:
+        submission, outcome = arrived.get()
+        yield submission, outcome, None
 
 
 def _report_again(book: Gradebook, stored: SubmissionResult, *, spec: Assignment, out_dir: Path, adjust: Adjustments,
@@ -266,7 +295,7 @@ def _report_again(book: Gradebook, stored: SubmissionResult, *, spec: Assignment
         return adjusted, None
     whole = book.result(spec.name, stored.student)
     result = adjust.apply(whole, submission) if whole is not None else adjusted
-    rendered = _write_student(out_dir, result, spec.title, submission)
+    rendered = write_student_files(out_dir, result, spec.title, submission)
     if adjusted != stored:  # new marks or a new deadline: the gradebook's totals follow them
         book.record(result, fingerprint=fingerprint)
     return result.summary(), rendered

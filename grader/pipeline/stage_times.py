@@ -25,6 +25,10 @@ class StageClock:
         with self._lock:
             self._seconds[stage] += max(0.0, seconds)
 
+    def seconds(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._seconds)
+
     def snapshot(self, submissions: int) -> StageTimes:
         with self._lock:
             return StageTimes(submissions, tuple(self._seconds.items()))

@@ -1,0 +1,129 @@
+"""Grading jobs as processes of their own, for a large class: each job grades whole submissions with its own warm
+worker and writes each student's files (results.json and the two pages, this run's manual marks and late penalty
+applied); the run's process records the results in the gradebook as they arrive.
+
+Why processes: the grader's side of a check (the inputs, the references, the comparisons) is Python, and jobs that
+are threads of one process take turns holding its interpreter lock while their students' processes wait for them.
+Measured with 200 notebooks on 2 cores (``make bench``): threads leave the cores idle a quarter of the time; two
+graders side by side, almost never. A job process costs a second or two to start (it imports torch), so a class
+with few submissions to grade is graded by threads (``PROCESSES_FROM``).
+
+Jobs are forked from a server process that imported the grader and torch once (multiprocessing's ``forkserver``),
+never from the run's own process, which holds threads. What comes back is the result as JSON (result_json), as from
+a Dask worker (distributed.py), and each stage's seconds. A job process that dies (killed, out of memory) takes no
+result with it: what it left is graded by the run's own process (class_run.py).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.util
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from grader.adjust import Adjustments, DeadlineRule
+from grader.check.load import load_assignment
+from grader.discover import Submission
+from grader.execute import isolation
+from grader.execute.limits import Limits
+from grader.execute.workers import WorkerPool
+from grader.pipeline.stage_times import StageClock
+from grader.pipeline.student_files import write_student_files
+from grader.pipeline.submission_run import grade_submission
+from grader.record.result_json import result_from_json, result_to_json
+from grader.results import SubmissionResult
+
+PROCESSES_FROM = 40  # submissions to grade, at least, for jobs to be processes rather than threads
+
+
+@dataclass(frozen=True)
+class PagesSettings:
+    """Where the students' files go, and the deadline rule the run applies (with OUT's manual marks, extensions)."""
+
+    out_dir: Path
+    rule: DeadlineRule
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """What a job process needs to grade as the run would: every result depends on these alone."""
+
+    assignment: str
+    solutions_dir: Path
+    root: Path  # the submissions folder, which results name files relative to
+    device: str
+    limits: Limits
+    sandbox: str  # the isolation mode (auto, require, off)
+    pages: PagesSettings
+
+
+_job: dict[str, Any] = {}  # in a job process: its settings, assignment and warm worker
+
+
+def _start_job(settings: JobSettings) -> None:
+    pool = WorkerPool(size=1, sandbox=isolation.detect(settings.sandbox), device=settings.device,
+                      limits=settings.limits)
+    # A job process ends through multiprocessing, which runs its finalizers, not atexit's handlers.
+    multiprocessing.util.Finalize(pool, pool.close, exitpriority=10)
+    spec = load_assignment(settings.assignment, solutions_dir=settings.solutions_dir)
+    # The files the run read its own from at its start, under the output folder's lock: the same marks here.
+    _job.update(settings=settings, pool=pool, spec=spec,
+                adjust=Adjustments(settings.pages.out_dir, spec, settings.pages.rule))
+
+
+def _grade(submission: Submission) -> tuple[str, dict[str, float], tuple[float, float]]:
+    settings: JobSettings = _job["settings"]
+    clock = StageClock()
+    with _job["pool"].acquire() as worker:
+        result = grade_submission(submission=submission, assignment=_job["spec"], root=settings.root,
+                                  device=settings.device, limits=settings.limits, sandbox=worker.sandbox,
+                                  worker=worker, clock=clock)
+    result = _job["adjust"].apply(result, submission)
+    rendered = write_student_files(settings.pages.out_dir, result, _job["spec"].title, submission, clock)
+    return result_to_json(result), clock.seconds(), rendered
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__, "torch"])
+    return context
+
+
+class JobProcesses:
+    """``jobs`` grading processes, started on first use, each with one warm worker."""
+
+    def __init__(self, jobs: int, settings: JobSettings) -> None:
+        self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_job,
+                                            initargs=(settings,))
+        self.failure = ""  # why the job processes stopped, when they did
+
+    def grade(self, submissions: Sequence[Submission], clock: StageClock,
+              ) -> Iterator[tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]]:
+        """(submission, its result or what failed, how long its two pages took to render or None), in the order
+        they finish; each stage's time added to ``clock``. A submission whose job process died comes back with
+        BrokenProcessPool: it was not graded."""
+        owners: dict[Future[tuple[str, dict[str, float], tuple[float, float]]], Submission] = {
+            self.executor.submit(_grade, submission): submission for submission in submissions}
+        for future in as_completed(owners):
+            submission = owners.pop(future)
+            try:
+                text, seconds, rendered = future.result()
+            except BrokenProcessPool as exc:
+                self.failure = self.failure or str(exc)
+                yield submission, exc, None
+                continue
+            except Exception as exc:  # a grader bug: this submission's result says so
+                yield submission, exc, None
+                continue
+            for stage, spent in seconds.items():
+                clock.add(stage, spent)
+            yield submission, result_from_json(text), rendered
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)

@@ -77,3 +77,27 @@ def test_an_array_whose_bytes_do_not_match_its_header_is_refused() -> None:
     for broken in (blob[:-8], blob + b"\0" * 8):
         with pytest.raises(wire.WireError, match="does not match"):
             wire.decode_array(broken)
+
+
+@pytest.mark.parametrize("array", [
+    np.arange(24, dtype=np.float32).reshape(2, 3, 4), np.arange(5, dtype=np.int64), np.ones((2, 3), dtype=bool),
+    np.zeros((0, 4)), np.asfortranarray(np.arange(12.0).reshape(3, 4)), np.array([1 + 2j, 3j]),
+    np.arange(6, dtype=">i4").reshape(3, 2), np.arange(3, dtype=np.uint8), np.zeros((1, 1, 1, 100_000), np.float16),
+], ids=["float32", "int64", "bool", "empty", "fortran", "complex", "big-endian", "uint8", "wide"])
+def test_arrays_the_wire_writes_are_valid_npy_files_read_by_numpy_and_the_fast_reader(array: np.ndarray) -> None:
+    blob = wire.encode_array(array)
+    assert (10 + int.from_bytes(blob[8:10], "little")) % 64 == 0  # the data aligned as numpy aligns it
+    from_numpy = np.lib.format.read_array(io.BytesIO(blob), allow_pickle=False)
+    shape, fortran, dtype, _ = wire._read_header(blob)
+    assert wire._CANONICAL.fullmatch(blob[10:10 + int.from_bytes(blob[8:10], "little")]) is not None
+    for decoded in (from_numpy, wire.decode_array(blob)):
+        assert decoded.dtype == array.dtype and decoded.shape == np.shape(array)
+        np.testing.assert_array_equal(decoded, array)
+    assert (shape, fortran, dtype) == (np.shape(array), False, array.dtype)
+
+
+def test_arrays_that_are_not_plain_numbers_are_written_by_numpy_and_refused_by_the_reader() -> None:
+    blob = wire.encode_array(np.array([b"ab", b"c"]))
+    assert np.lib.format.read_array(io.BytesIO(blob)).tolist() == [b"ab", b"c"]
+    with pytest.raises(wire.WireError, match="not a plain numeric type"):
+        wire.decode_array(blob)

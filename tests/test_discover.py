@@ -206,3 +206,19 @@ def test_a_file_the_grader_may_not_open_is_refused(tmp_path: Path, monkeypatch: 
         read_submission(Submission("locked", path, "python", datetime.now(UTC)), written_ids=[])
     assert refused.value.message == ("locked.py could not be opened (permission denied): submit it again, or ask "
                                      "your instructor to check the file's permissions")
+
+
+CELLS_FOR_TRANSFORMS = [
+    "", "x = 1", "def f(x):\n    return x % 2\n", "%matplotlib inline", "x = %time f(1)", "files = !ls",
+    "!pip install d2l", "f?", "f??\n", "?f", "/f 1 2", ",f a b", ";f a b", "  x = 1", "\n\nx = 1",
+    ">>> x = 1\n>>> x\n", "In [1]: x = 1\n   ...: y = 2\n", "%%time\nx = 1\n", "y = (1\n     / 2)\n",
+    "s = 'what?'  # a question", "if x != 1:\n    pass", "print('100%')", "x = [a for a in b]\n",
+    "class A:\n    def f(self):\n        return 1\n",
+]
+
+
+@pytest.mark.parametrize("source", CELLS_FOR_TRANSFORMS)
+def test_cells_come_out_as_ipythons_transforms_make_them_whichever_path_reads_them(source: str) -> None:
+    from grader.discover.program import _to_python, _transformer
+
+    assert _to_python(source) == _transformer().transform_cell(source)

@@ -152,8 +152,16 @@ def _transformer() -> Any:
 _transform_lock = threading.Lock()  # submissions are read from several grading threads at once
 
 
+# What IPython's transforms act on: magics, !shell and ?help (and x = %magic, x = !cmd), autocall escapes at a line's
+# start (/f x, ,f x, ;f x), pasted prompts (>>>, In [1]:, ...:). A cell with none of them (and no leading blank or
+# indented first line) comes out of transform_cell as it went in, a newline added: most cells, at a millisecond each.
+_MAYBE_IPYTHON = re.compile(r"[%!?]|^[ \t]*[/,;]|>>>|In \[|\.\.\.:", re.MULTILINE)
+
+
 def _to_python(source: str) -> str:
     """IPython syntax (magics, !shell, ?help) as plain Python calls on get_ipython()."""
+    if source and not source[0].isspace() and not _MAYBE_IPYTHON.search(source):
+        return source if source.endswith("\n") else source + "\n"
     try:
         with _transform_lock:
             return _transformer().transform_cell(source)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +40,34 @@ def test_grade_prints_progress_and_the_dashboard(tmp_path: Path) -> None:
     for name in ("grades.csv", "index.html", "gradebook.sqlite", "students/ana/report.html",
                  "students/ana/instructor.html", "students/ben/results.json"):
         assert (tmp_path / "out" / name).is_file()
+
+
+def test_ctrl_c_keeps_what_was_graded_and_a_rerun_grades_the_rest(tmp_path: Path) -> None:
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for index in range(6):
+        shutil.copy(SAMPLES / "einsum_style.py", submissions / f"student{index}.py")
+    command = [sys.executable, "-m", "grader", "grade", "attention_scoring", str(submissions), "--out",
+               str(tmp_path / "out"), "--jobs", "1"]
+    # SIGINT as a terminal's Ctrl-C sends it: to the whole process group, with its default handling restored.
+    grading = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert grading.stdout is not None
+    for line in grading.stdout:  # the first student's line: one result recorded, five to go
+        if re.match(r"\[\s*1/6\]", line):
+            os.killpg(grading.pid, signal.SIGINT)
+            break
+    _, err = grading.communicate(timeout=120)
+    assert grading.returncode == 130, err
+    assert "interrupted: the results recorded so far are kept" in err and "Traceback" not in err
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    graded = re.search(r"Graded (\d) submission\(s\) of attention_scoring, (\d) unchanged since the last run",
+                       again.stdout)
+    assert graded is not None, again.stdout
+    assert int(graded[1]) + int(graded[2]) == 6 and int(graded[2]) >= 1
+    assert (tmp_path / "out" / "grades.csv").read_text().count("100") >= 6
 
 
 def test_instructor_mistakes_exit_with_code_2(tmp_path: Path) -> None:

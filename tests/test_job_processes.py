@@ -46,6 +46,8 @@ def test_job_processes_grade_the_sample_class_as_threads_do(tmp_path: Path) -> N
     processes = grade(tmp_path / "processes", processes=True)
     assert outcomes(processes) == outcomes(threads)
     assert processes.internal_errors == 0 and processes.rendering.pages == len(threads.summaries)
+    # Each job process imported torch: its memory is counted apart from the run's (threads: none).
+    assert (threads.job_processes, processes.job_processes) == (0, 2) and processes.job_peak_mib > 100
     assert all(r.late_points > 0 for r in processes.results if r.status == "graded" and r.score > 0)
     assert "Clear heatmaps" in (tmp_path / "processes" / "students" / "textbook" / "report.html").read_text()
     for student in outcomes(threads):

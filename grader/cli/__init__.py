@@ -33,3 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraderError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        # Every result is recorded as it arrives: nothing graded so far is lost, and a rerun grades only the rest.
+        print("\ninterrupted: the results recorded so far are kept; run the same command again to grade the rest",
+              file=sys.stderr)
+        return 130

@@ -83,11 +83,8 @@ def _grade(args: argparse.Namespace) -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
     _print_adjustments(run)
     if run.job_processes:
-        # The largest of the processes this one waited for: the job processes (their zygotes are the sandbox's).
-        jobs_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / (1 << 20 if sys.platform == "darwin"
-                                                                            else 1 << 10)
         print(f"Peak memory of the grader: {peak:.0f} MiB, and {run.job_processes} job processes of at most "
-              f"{jobs_peak:.0f} MiB each")
+              f"{run.job_peak_mib} MiB each")
     else:
         print(f"Peak memory of the grader: {peak:.0f} MiB")
     print(f"Dashboard: {run.dashboard.resolve()}")

@@ -86,6 +86,7 @@ class ClassRun:
     rendering: RenderTimes = RenderTimes()
     stages: StageTimes = field(default_factory=StageTimes)  # where the time went (summed over submissions)
     job_processes: int = 0  # processes that graded in parallel (0: threads of the run's own process, or a cluster)
+    job_peak_mib: int = 0  # the largest of their peak memories
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
 
     @functools.cached_property
@@ -164,7 +165,7 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     by_student = {s.student: s for s in submissions}
     summaries: list[SubmissionResult] = []
     graded = 0
-    processes = 0  # job processes grading (none: threads of this process, or a cluster)
+    job_pool: JobProcesses | None = None  # job processes grading (None: threads of this process, or a cluster)
     with Gradebook(out_dir / "gradebook.sqlite") as book, ExitStack() as stack:
         plan = plan_resume(submissions, book.stored(spec.name, summaries=True), fingerprint=fingerprint,
                            root=submissions_dir, force=force, only=students)
@@ -180,10 +181,12 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
             workers = min(jobs or os.cpu_count() or 1, max(1, len(plan.to_grade)))
             if workers > 1 and (job_processes if job_processes is not None else
                                 len(plan.to_grade) >= PROCESSES_FROM):
-                processes = workers
+                assert spec.folder is not None
+                job_pool = JobProcesses(workers, JobSettings(spec.name, spec.folder.parent, submissions_dir, device,
+                                                             limits, layers.mode, PagesSettings(out_dir, adjust.rule)))
+                stack.callback(job_pool.close)
             arriving = _grade_here(stack, plan.to_grade, spec=spec, root=submissions_dir, workers=workers,
-                                   device=device, limits=limits, layers=layers, clock=clock, in_processes=processes > 0,
-                                   pages=PagesSettings(out_dir, adjust.rule))
+                                   device=device, limits=limits, layers=layers, clock=clock, job_pool=job_pool)
         for stored in plan.reused:  # reported again while the submissions are graded
             summary, rendered = _report_again(book, stored, spec=spec, out_dir=out_dir, adjust=adjust,
                                               submission=by_student.get(stored.student), fingerprint=fingerprint)
@@ -218,7 +221,8 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing,
                     rendering=times, held_back=plan.held_back, stages=clock.snapshot(graded),
-                    adjustments=adjusted, job_processes=processes)
+                    adjustments=adjusted, job_processes=job_pool.size if job_pool else 0,
+                    job_peak_mib=job_pool.peak_mib if job_pool else 0)
 
 
 Arrival = tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]  # None: pages not written
@@ -226,16 +230,12 @@ Arrival = tuple[Submission, SubmissionResult | BaseException, tuple[float, float
 
 def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path,
                 workers: int, device: str, limits: Limits, layers: Sandbox, clock: StageClock,
-                pages: PagesSettings, in_processes: bool) -> Iterator[Arrival]:
+                job_pool: JobProcesses | None) -> Iterator[Arrival]:
     """Grade on this machine, ``workers`` at a time, each job with a warm worker (grader/execute/workers.py) that
-    imports torch once and forks a process per submission; results in the order they finish. The jobs are processes
-    (job_processes.py), which also write each student's files, or threads of this process."""
-    if in_processes:
-        assert spec.folder is not None
-        job_processes = JobProcesses(workers, JobSettings(spec.name, spec.folder.parent, root, device, limits,
-                                                          layers.mode, pages))
-        stack.callback(job_processes.close)
-        return _in_processes(job_processes, stack, to_grade, spec=spec, root=root, workers=workers, device=device,
+    imports torch once and forks a process per submission; results in the order they finish. The jobs are the
+    processes of ``job_pool`` (job_processes.py), which also write each student's files, or threads of this one."""
+    if job_pool is not None:
+        return _in_processes(job_pool, stack, to_grade, spec=spec, root=root, workers=workers, device=device,
                              limits=limits, layers=layers, clock=clock)
     return _in_threads(stack, to_grade, spec=spec, root=root, workers=workers, device=device, limits=limits,
                        layers=layers, clock=clock)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.util
+import resource
+import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -75,7 +77,7 @@ def _start_job(settings: JobSettings) -> None:
                 adjust=Adjustments(settings.pages.out_dir, spec, settings.pages.rule))
 
 
-def _grade(submission: Submission) -> tuple[str, dict[str, float], tuple[float, float]]:
+def _grade(submission: Submission) -> tuple[str, dict[str, float], tuple[float, float], int]:
     settings: JobSettings = _job["settings"]
     clock = StageClock()
     with _job["pool"].acquire() as worker:
@@ -84,7 +86,12 @@ def _grade(submission: Submission) -> tuple[str, dict[str, float], tuple[float, 
                                   worker=worker, clock=clock)
     result = _job["adjust"].apply(result, submission)
     rendered = write_student_files(settings.pages.out_dir, result, _job["spec"].title, submission, clock)
-    return result_to_json(result), clock.seconds(), rendered
+    return result_to_json(result), clock.seconds(), rendered, _peak_mib()
+
+
+def _peak_mib() -> int:
+    """This process's peak memory (its zygote's is the sandbox's, counted apart)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> (20 if sys.platform == "darwin" else 10)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -101,19 +108,21 @@ class JobProcesses:
     def __init__(self, jobs: int, settings: JobSettings) -> None:
         self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_job,
                                             initargs=(settings,))
+        self.size = jobs
         self.failure = ""  # why the job processes stopped, when they did
+        self.peak_mib = 0  # the largest peak memory a job process reported
 
     def grade(self, submissions: Sequence[Submission], clock: StageClock,
               ) -> Iterator[tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]]:
         """(submission, its result or what failed, how long its two pages took to render or None), in the order
         they finish; each stage's time added to ``clock``. A submission whose job process died comes back with
         BrokenProcessPool: it was not graded."""
-        owners: dict[Future[tuple[str, dict[str, float], tuple[float, float]]], Submission] = {
+        owners: dict[Future[tuple[str, dict[str, float], tuple[float, float], int]], Submission] = {
             self.executor.submit(_grade, submission): submission for submission in submissions}
         for future in as_completed(owners):
             submission = owners.pop(future)
             try:
-                text, seconds, rendered = future.result()
+                text, seconds, rendered, peak = future.result()
             except BrokenProcessPool as exc:
                 self.failure = self.failure or str(exc)
                 yield submission, exc, None
@@ -123,6 +132,7 @@ class JobProcesses:
                 continue
             for stage, spent in seconds.items():
                 clock.add(stage, spent)
+            self.peak_mib = max(self.peak_mib, peak)
             yield submission, result_from_json(text), rendered
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ namespace layer; ``off`` keeps only rlimits and process groups (for debugging a 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import platform
@@ -160,12 +161,12 @@ def _secrets_inside(roots: tuple[str, ...]) -> list[str]:
 
 def _python_roots() -> tuple[str, ...]:
     """Folders the child's Python needs: the interpreter, its standard library, the venv, NumPy and torch."""
-    import numpy
-    import torch
-
     candidates = {sys.prefix, sys.base_prefix, str(Path(os.path.realpath(sys.executable)).parents[1])}
-    for module in (numpy, torch):
-        candidates.add(str(Path(module.__file__).resolve().parents[1]))
+    for name in ("numpy", "torch"):
+        # Found, not imported: importing torch here would cost the run 2 s before its first submission.
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            candidates.add(str(Path(spec.origin).resolve().parents[1]))
     ordered = sorted(os.path.realpath(c) for c in candidates)
     # Keep only outermost folders: binding one inside another would hide nothing but costs a mount.
     roots: list[str] = []

@@ -354,3 +354,21 @@ def test_a_copy_of_the_sample_pages_opens_with_relative_links_only(sample_run: C
         for target in re.findall(r'href="([^"#][^"]*)"', path.read_text(encoding="utf-8")):
             if not target.startswith("data:"):
                 assert (path.parent / target).resolve().is_file(), (path, target)
+
+
+def test_markdown_rendered_once_for_the_class_is_each_notebooks_own_and_still_cleaned() -> None:
+    import nbformat
+
+    from grader.report.notebook import render_notebook
+
+    def page(*markdown: str) -> str:
+        cells = [nbformat.v4.new_markdown_cell(text) for text in markdown]
+        return str(render_notebook(nbformat.v4.new_notebook(cells=cells)))
+
+    shared = "## Exercise 1\nThe template's own text."
+    first, second = page(shared, "My answer: *additive*"), page(shared, "My answer: <script>alert(1)</script>")
+    assert "Exercise 1" in first and "Exercise 1" in second
+    assert "<em>additive</em>" in first and "additive" not in second
+    assert "<script>" not in second and "&lt;script&gt;" in second
+    again = page("My answer: <script>alert(1)</script>")  # the same text again: cleaned as the first time
+    assert "<script>" not in again and "&lt;script&gt;" in again

@@ -19,6 +19,7 @@ import functools
 import json
 import re
 import threading
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -126,11 +127,31 @@ def _highlighted(source: str, language: str) -> str:
     return highlight(source, lexer, formatter)
 
 
+_MARKDOWN_KEPT = 512  # rendered markdown cells kept: a template's text, a few dozen cells
+
+
+def _markdown_html(source: str, render: Callable[[], str]) -> str:
+    with _markdown_lock:
+        html = _markdown_cache.get(source)
+    if html is None:
+        html = render()
+        with _markdown_lock:
+            if len(_markdown_cache) >= _MARKDOWN_KEPT:
+                _markdown_cache.pop(next(iter(_markdown_cache)))
+            _markdown_cache[source] = html
+    return html
+
+
+_markdown_cache: dict[str, str] = {}
+_markdown_lock = threading.Lock()
+
+
 @cache
 def _exporter() -> Any:
     # Imported on first use: nbconvert takes a few hundred milliseconds to import.
     from nbconvert import HTMLExporter, TemplateExporter
     from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+    from traitlets.config import Config
 
     class SafeHTMLExporter(HTMLExporter):  # type: ignore[misc]
         """Markdown cells' HTML is cleaned (nbconvert passes a cell's raw HTML through), as is what ``clean_html``
@@ -138,7 +159,10 @@ def _exporter() -> Any:
 
         @jinja2.pass_context
         def markdown2html(self, context: Any, source: str) -> str:
-            return safe_html(super().markdown2html(context, source))
+            # The cells built here carry no attachments, the one thing of the context nbconvert's reads: the HTML
+            # depends on the text alone, and an assignment's own text is the same in every student's notebook.
+            return _markdown_html(source, lambda: safe_html(super(SafeHTMLExporter, self).markdown2html(context,
+                                                                                                          source)))
 
         def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> Any:
             """HTMLExporter's, less its BeautifulSoup pass over the whole page (alt text for images, tabindex on
@@ -153,9 +177,12 @@ def _exporter() -> Any:
             return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
     # optimistic_validation: the notebook is validated once, not after each of its preprocessors (built here, it is
-    # valid by construction; a validation costs a millisecond or two).
+    # valid by construction; a validation costs a millisecond or two). Of the preprocessors on by default, only
+    # HighlightMagicsPreprocessor (a %%bash cell highlighted as bash) changes these notebooks: no cell has tags or
+    # patterns to remove, and the page's own stylesheet holds Pygments' colours (highlight_css), not nbconvert's.
+    unused = {"TagRemovePreprocessor", "RegexRemovePreprocessor", "CSSHTMLHeaderPreprocessor"}
     return SafeHTMLExporter(template_name="basic", exclude_anchor_links=True, filters={"clean_html": safe_html},
-                            optimistic_validation=True)
+                            optimistic_validation=True, config=Config({name: {"enabled": False} for name in unused}))
 
 
 _lock = threading.Lock()  # one exporter, used by one thread at a time

@@ -4,6 +4,7 @@ result."""
 
 from __future__ import annotations
 
+import functools
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from grader.check.load import load_assignment
 from grader.discover import discover
 from grader.execute import isolation
 from grader.pipeline import ClassRun, grade_class
-from grader.pipeline.class_run import _in_processes
+from grader.pipeline.class_run import _in_processes, _in_threads
 from grader.pipeline.job_processes import JobProcesses, JobSettings, PagesSettings
 from grader.pipeline.stage_times import StageClock
 
@@ -71,8 +72,10 @@ def test_submissions_left_by_job_processes_that_died_are_graded_by_the_run_itsel
                                          PagesSettings(tmp_path, deadline_rule(None, spec.late, None))))
     with ExitStack() as stack:
         stack.callback(broken.close)
-        arrived = list(_in_processes(broken, stack, chosen, spec=spec, root=SAMPLES, workers=2, device="cpu",
-                                     limits=spec.limits, layers=layers, clock=StageClock()))
+        clock = StageClock()
+        in_threads = functools.partial(_in_threads, stack, spec=spec, root=SAMPLES, workers=2, device="cpu",
+                                       limits=spec.limits, layers=layers, clock=clock)
+        arrived = list(_in_processes(broken, chosen, clock=clock, fallback=in_threads))
     assert sorted(s.student for s, _, _ in arrived) == ["mistake_softmax_axis", "textbook"]
     scores = {s.student: (result.status, result.score, pages) for s, result, pages in arrived}
     assert scores["textbook"] == ("graded", spec.max_score, None)  # its pages: written by the run, not a job

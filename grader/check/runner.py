@@ -158,7 +158,7 @@ class SubmissionRunner:
             notes: list[str] = []
             checks = run.checks
             if question.graded_with_reference:
-                checks, notes = self._compare_with_own(question, checks, results, last=final)
+                checks, notes = self._compare_with_own(question, checks, compared=compared, last=final)
             results[question.id] = QuestionResult(question.id, question.title, tuple(checks), tuple(notes),
                                                   run.stdout, run.stderr)
         return list(results.values())
@@ -170,12 +170,14 @@ class SubmissionRunner:
     def _owners_lost_points(self, question: Question, done: dict[str, QuestionResult]) -> bool:
         return not all(o in done and done[o].score == done[o].max_score for o in self._owners(question))
 
-    def _compare_with_own(self, question: Question, checks: list[CheckResult], done: dict[str, QuestionResult], *,
-                          last: bool = False) -> tuple[list[CheckResult], list[str]]:
+    def _compare_with_own(self, question: Question, checks: list[CheckResult], *, compared: bool,
+                          last: bool) -> tuple[list[CheckResult], list[str]]:
+        """The note on grading with the reference; and when the owners lost points (``compared``), each check run
+        again with the student's own code, to say what the reference changed."""
         names = ", ".join(question.graded_with_reference)
         notes = [f"Graded with the reference {names} in place of yours, so a mistake there costs points only in "
                  f"{', '.join(self._owners(question))}."]
-        if not self._owners_lost_points(question, done):
+        if not compared:
             return checks, notes
         # Only informative: when the student's own code hangs or crashes here, it is not restarted for it.
         own = self._run_question(question, self.assignment.checks_for(question.id), question.uses_provided,

@@ -112,7 +112,6 @@ class StudentProcess:
         self._oom = False
         self._spent = False
         self._inbox = bytearray()  # read from the process, not yet taken as part of a message
-        self._ended_text = "the student's process ended"
         self.waited_s = 0.0  # starting it and waiting for its answers: the execute stage's time
 
     @property
@@ -260,9 +259,7 @@ class StudentProcess:
         self._send({"op": "question", "provided_source": provided_source, "provided_names": list(provided_names),
                     "stream_cap": self.limits.stream_cap, "last": last})
         session = QuestionSession(self, last=last)
-        if last:
-            self._spent = True
-            self._ended_text = "your code ended the process"  # as a fork's end is told
+        self._spent = self._spent or last
         yield session
         if self.alive and not session.ended:
             session.end()
@@ -312,7 +309,9 @@ class StudentProcess:
                     raise CallTimedOut(f"no answer within {what} ({seconds:g} s) while waiting for {waiting_for}")
                 chunk = os.read(self._from_child, min(max(n - len(inbox), READ_AHEAD), 1 << 20))
                 if not chunk:
-                    self._died(f"{self._ended_text} while the grader waited for {waiting_for}")
+                    # A process answering its last question ends as a fork does: told as a fork's end is.
+                    ended = "your code ended the process" if self._spent else "the student's process ended"
+                    self._died(f"{ended} while the grader waited for {waiting_for}")
                 inbox += chunk
             taken = bytes(inbox[:n])
             del inbox[:n]

@@ -185,8 +185,10 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
                 job_pool = JobProcesses(workers, JobSettings(spec.name, spec.folder.parent, submissions_dir, device,
                                                              limits, layers.mode, PagesSettings(out_dir, adjust.rule)))
                 stack.callback(job_pool.close)
-            arriving = _grade_here(stack, plan.to_grade, spec=spec, root=submissions_dir, workers=workers,
-                                   device=device, limits=limits, layers=layers, clock=clock, job_pool=job_pool)
+            in_threads = functools.partial(_in_threads, stack, spec=spec, root=submissions_dir, workers=workers,
+                                           device=device, limits=limits, layers=layers, clock=clock)
+            arriving = in_threads(plan.to_grade) if job_pool is None else \
+                _in_processes(job_pool, plan.to_grade, clock=clock, fallback=in_threads)
         for stored in plan.reused:  # reported again while the submissions are graded
             summary, rendered = _report_again(book, stored, spec=spec, out_dir=out_dir, adjust=adjust,
                                               submission=by_student.get(stored.student), fingerprint=fingerprint)
@@ -228,38 +230,26 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
 Arrival = tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]  # None: pages not written
 
 
-def _grade_here(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path,
-                workers: int, device: str, limits: Limits, layers: Sandbox, clock: StageClock,
-                job_pool: JobProcesses | None) -> Iterator[Arrival]:
-    """Grade on this machine, ``workers`` at a time, each job with a warm worker (grader/execute/workers.py) that
-    imports torch once and forks a process per submission; results in the order they finish. The jobs are the
-    processes of ``job_pool`` (job_processes.py), which also write each student's files, or threads of this one."""
-    if job_pool is not None:
-        return _in_processes(job_pool, stack, to_grade, spec=spec, root=root, workers=workers, device=device,
-                             limits=limits, layers=layers, clock=clock)
-    return _in_threads(stack, to_grade, spec=spec, root=root, workers=workers, device=device, limits=limits,
-                       layers=layers, clock=clock)
-
-
-def _in_processes(job_processes: JobProcesses, stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment,
-                  root: Path, workers: int, device: str, limits: Limits, layers: Sandbox,
-                  clock: StageClock) -> Iterator[Arrival]:
-    """The job processes' results; what a job process that died (or never started) left is graded here instead."""
+def _in_processes(job_pool: JobProcesses, to_grade: Sequence[Submission], *, clock: StageClock,
+                  fallback: Callable[[Sequence[Submission]], Iterator[Arrival]]) -> Iterator[Arrival]:
+    """The job processes' results (job_processes.py); what a job process that died (or never started) left goes
+    to ``fallback``, threads of this process."""
     lost: list[Submission] = []
-    for submission, outcome, rendered in job_processes.grade(to_grade, clock):
+    for submission, outcome, rendered in job_pool.grade(to_grade, clock):
         if isinstance(outcome, BrokenProcessPool):
             lost.append(submission)
         else:
             yield submission, outcome, rendered
     if lost:
-        print(f"warning: the grading processes stopped ({job_processes.failure or 'no reason given'}); grading "
+        print(f"warning: the grading processes stopped ({job_pool.failure or 'no reason given'}); grading "
               f"the {len(lost)} submission(s) left in this process", file=sys.stderr, flush=True)
-        yield from _in_threads(stack, lost, spec=spec, root=root, workers=workers, device=device, limits=limits,
-                               layers=layers, clock=clock)
+        yield from fallback(lost)
 
 
 def _in_threads(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path, workers: int,
                 device: str, limits: Limits, layers: Sandbox, clock: StageClock) -> Iterator[Arrival]:
+    """Grade on this machine, ``workers`` at a time, each a thread with a warm worker (grader/execute/workers.py)
+    that imports torch once and forks a process per submission; results in the order they finish."""
     warm = stack.enter_context(WorkerPool(size=workers, sandbox=layers, device=device, limits=limits))
     pool = stack.enter_context(ThreadPoolExecutor(max_workers=workers))  # shut down before the workers close
 

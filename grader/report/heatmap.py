@@ -154,10 +154,7 @@ def _cell_size(n_cols: int, large: bool) -> int:
 def heatmap_figure(heatmap: Heatmap, *, large: bool = False, difference: bool = True) -> Markup:
     """A ``<figure>``: the student's weights beside the reference's on one scale, and where they differ, the absolute
     difference on its own scale. ``large`` for a failing check; small ones show a passing student their attention."""
-    try:
-        return _figure(heatmap, large, difference)
-    except TypeError:  # a heatmap holding a list (built by hand, not read from a result): not hashable
-        return _figure.__wrapped__(heatmap, large, difference)
+    return _figure(heatmap, large, difference)
 
 
 # A student's page and their instructor page draw the same figures, and correct work gives the same weights on the

@@ -19,7 +19,6 @@ import functools
 import json
 import re
 import threading
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -127,25 +126,6 @@ def _highlighted(source: str, language: str) -> str:
     return highlight(source, lexer, formatter)
 
 
-_MARKDOWN_KEPT = 512  # rendered markdown cells kept: a template's text, a few dozen cells
-
-
-def _markdown_html(source: str, render: Callable[[], str]) -> str:
-    with _markdown_lock:
-        html = _markdown_cache.get(source)
-    if html is None:
-        html = render()
-        with _markdown_lock:
-            if len(_markdown_cache) >= _MARKDOWN_KEPT:
-                _markdown_cache.pop(next(iter(_markdown_cache)))
-            _markdown_cache[source] = html
-    return html
-
-
-_markdown_cache: dict[str, str] = {}
-_markdown_lock = threading.Lock()
-
-
 @cache
 def _exporter() -> Any:
     # Imported on first use: nbconvert takes a few hundred milliseconds to import.
@@ -159,10 +139,7 @@ def _exporter() -> Any:
 
         @jinja2.pass_context
         def markdown2html(self, context: Any, source: str) -> str:
-            # The cells built here carry no attachments, the one thing of the context nbconvert's reads: the HTML
-            # depends on the text alone, and an assignment's own text is the same in every student's notebook.
-            return _markdown_html(source, lambda: safe_html(super(SafeHTMLExporter, self).markdown2html(context,
-                                                                                                          source)))
+            return _markdown_html(source)
 
         def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> Any:
             """HTMLExporter's, less its BeautifulSoup pass over the whole page (alt text for images, tabindex on
@@ -183,6 +160,15 @@ def _exporter() -> Any:
     unused = {"TagRemovePreprocessor", "RegexRemovePreprocessor", "CSSHTMLHeaderPreprocessor"}
     return SafeHTMLExporter(template_name="basic", exclude_anchor_links=True, filters={"clean_html": safe_html},
                             optimistic_validation=True, config=Config({name: {"enabled": False} for name in unused}))
+
+
+@functools.lru_cache(maxsize=512)  # an assignment's own text is the same in every student's notebook
+def _markdown_html(source: str) -> str:
+    """A markdown cell as cleaned HTML. nbconvert's filter reads only a cell's attachments from its context, and the
+    cells built here carry none: the HTML depends on the text alone."""
+    from nbconvert import HTMLExporter
+
+    return safe_html(HTMLExporter.markdown2html(_exporter(), {}, source))
 
 
 _lock = threading.Lock()  # one exporter, used by one thread at a time

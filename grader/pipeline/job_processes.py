@@ -5,11 +5,13 @@ applied); the run's process records the results in the gradebook as they arrive.
 Why processes: the grader's side of a check (the inputs, the references, the comparisons) is Python, and jobs that
 are threads of one process take turns holding its interpreter lock while their students' processes wait for them.
 Measured with 200 notebooks on 2 cores (``make bench``): threads leave the cores idle a quarter of the time; two
-graders side by side, almost never. A job process costs a second or two to start (it imports torch), so a class
-with few submissions to grade is graded by threads (``PROCESSES_FROM``).
+graders side by side, almost never. The job processes' server costs half a second to start, and results come back
+as JSON, so a class with few submissions to grade is graded by threads (``PROCESSES_FROM``).
 
-Jobs are forked from a server process that imported the grader and torch once (multiprocessing's ``forkserver``),
-never from the run's own process, which holds threads. What comes back is the result as JSON (result_json), as from
+Jobs are forked from a server process that imported the grader once (multiprocessing's ``forkserver``), never from
+the run's own process, which holds threads. The grader's side never imports torch (the checks compare with NumPy
+references; only the student's processes, forked from their zygotes, hold torch): preloading it here cost each run
+two seconds of one core before the first result. What comes back is the result as JSON (result_json), as from
 a Dask worker (distributed.py), and each stage's seconds. A job process that dies (killed, out of memory) takes no
 result with it: what it left is graded by the run's own process (class_run.py).
 """
@@ -98,7 +100,7 @@ def _context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__, "torch"])
+    context.set_forkserver_preload([__name__])
     return context
 
 

@@ -107,6 +107,10 @@ def test_json_reading_follows_the_dataclass_fields() -> None:
             result_from_json(json.dumps(broken))
     with pytest.raises(ResultFormatError):
         result_from_json("{not json")
+    # The message says where the misfit is.
+    data["questions"][0]["checks"][0]["seed"] = "7"
+    with pytest.raises(ResultFormatError, match=r"^result\.questions\[0\]\.checks\[0\]\.seed: expected int, got str$"):
+        result_from_json(json.dumps(data))
 
 
 # --- the gradebook: schema version, migration, stored results, damage ---------------------------------------------

@@ -13,87 +13,199 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Callable
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 from grader.results import SubmissionResult
-
-T = TypeVar("T")
 
 
 class ResultFormatError(ValueError):
     """Stored JSON does not describe a result of the current shape."""
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_data(value: Any) -> Any:
     """Plain JSON data for a result dataclass (or anything inside one)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_data(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    names = _field_names(kind)
+    if names is not None:
+        return {name: to_data(getattr(value, name)) for name in names}
     if isinstance(value, tuple | list):
-        return [to_data(item) for item in value]
+        # A heatmap's rows are hundreds of floats: plain items are taken as they are, without a call each.
+        return [item if type(item) in _PLAIN else to_data(item) for item in value]
     if isinstance(value, dict):
         return {str(key): to_data(item) for key, item in value.items()}
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    raise TypeError(f"cannot store a {type(value).__name__} as JSON")
+    raise TypeError(f"cannot store a {kind.__name__} as JSON")
 
 
 @cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _field_names(kind: type) -> tuple[str, ...] | None:
+    return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
 
 
-def _from_dataclass(cls: type[T], data: Any, where: str) -> T:
-    if not isinstance(data, dict):
-        raise ResultFormatError(f"{where}: expected an object for {cls.__name__}, got {type(data).__name__}")
-    hints = _hints(cls)
-    values = {}
-    for field in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if field.name in data:
-            values[field.name] = from_data(hints[field.name], data[field.name], f"{where}.{field.name}")
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            raise ResultFormatError(f"{where}: {cls.__name__} needs {field.name!r}, which is not stored")
-    return cls(**values)
+class _Misfit(Exception):
+    """Data that does not fit its type, and where (filled in on the way out, so that nothing is spent on paths of
+    data that fits)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.steps: list[str] = []  # innermost first
+
+
+Decoder = Callable[[Any], Any]
+
+
+def _step(exc: _Misfit, step: str) -> _Misfit:
+    exc.steps.append(step)
+    return exc
+
+
+def _identity(data: Any) -> Any:
+    return data
+
+
+@cache
+def _decoder(hint: Any) -> Decoder:
+    """A function that rebuilds a value of type ``hint`` from plain data, made once per type: the type hints are
+    read here, not for each value."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _dataclass_decoder(hint)
+    if origin is tuple or origin is list:
+        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
+            return _sequence_decoder(_decoder(args[0] if args else Any), tuple if origin is tuple else list)
+        return _fixed_tuple_decoder(tuple(_decoder(a) for a in args))
+    if origin is dict:
+        return _dict_decoder(_decoder(args[1] if args else Any))
+    if origin is typing.Union or origin is types.UnionType:
+        return _union_decoder(hint, tuple(_decoder(a) for a in args if a is not type(None)), type(None) in args)
+    if hint is Any:
+        return _identity
+    if hint in (str, int, float, bool):
+        return _scalar_decoder(hint)
+
+    def unreadable(data: Any) -> Any:
+        raise TypeError(f"cannot read a {hint} from JSON")
+    return unreadable
+
+
+def _dataclass_decoder(cls: type) -> Decoder:
+    hints = typing.get_type_hints(cls)
+    fields = [(f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+              for f in dataclasses.fields(cls)]
+    decoders: dict[str, Decoder] = {}
+
+    def decode(data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _Misfit(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+        values = {}
+        for name, required in fields:
+            if name in data:
+                # Each field's decoder made on first use: a type no JSON holds costs nothing until then.
+                decoder = decoders.get(name) or decoders.setdefault(name, _decoder(hints[name]))
+                try:
+                    values[name] = decoder(data[name])
+                except _Misfit as exc:
+                    raise _step(exc, f".{name}") from None
+            elif required:
+                raise _Misfit(f"{cls.__name__} needs {name!r}, which is not stored")
+        return cls(**values)
+    return decode
+
+
+def _sequence_decoder(item: Decoder, make: type) -> Decoder:
+    def decode(data: Any) -> Any:
+        if not isinstance(data, list):
+            raise _Misfit(f"expected a list, got {type(data).__name__}")
+        if item is _identity:
+            return make(data)
+        out = []
+        for index, value in enumerate(data):
+            try:
+                out.append(item(value))
+            except _Misfit as exc:
+                raise _step(exc, f"[{index}]") from None
+        return make(out)
+    return decode
+
+
+def _fixed_tuple_decoder(items: tuple[Decoder, ...]) -> Decoder:
+    def decode(data: Any) -> Any:
+        if not isinstance(data, list):
+            raise _Misfit(f"expected a list, got {type(data).__name__}")
+        if len(items) != len(data):
+            raise _Misfit(f"expected {len(items)} items, got {len(data)}")
+        out = []
+        for index, (item, value) in enumerate(zip(items, data)):
+            try:
+                out.append(item(value))
+            except _Misfit as exc:
+                raise _step(exc, f"[{index}]") from None
+        return tuple(out)
+    return decode
+
+
+def _dict_decoder(item: Decoder) -> Decoder:
+    def decode(data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _Misfit(f"expected an object, got {type(data).__name__}")
+        out = {}
+        for key, value in data.items():
+            try:
+                out[key] = item(value)
+            except _Misfit as exc:
+                raise _step(exc, f".{key}") from None
+        return out
+    return decode
+
+
+def _union_decoder(hint: Any, options: tuple[Decoder, ...], optional: bool) -> Decoder:
+    def decode(data: Any) -> Any:
+        if data is None and optional:
+            return None
+        for option in options:
+            try:
+                return option(data)
+            except _Misfit:
+                continue
+        raise _Misfit(f"{data!r} fits none of {hint}")
+    return decode
+
+
+def _scalar_decoder(hint: type) -> Decoder:
+    if hint is float:  # JSON writes an integral float as an integer: it comes back a float
+        def fits(data: Any) -> bool:
+            return isinstance(data, int | float) and not isinstance(data, bool)
+    elif hint is int:
+        def fits(data: Any) -> bool:
+            return isinstance(data, int) and not isinstance(data, bool)
+    else:
+        def fits(data: Any) -> bool:
+            return isinstance(data, hint)
+
+    def decode(data: Any) -> Any:
+        if type(data) is hint:
+            return data
+        if fits(data):
+            return float(data) if hint is float else data
+        raise _Misfit(f"expected {hint.__name__}, got {type(data).__name__}")
+    return decode
 
 
 def from_data(hint: Any, data: Any, where: str = "result") -> Any:
     """Rebuild a value of type ``hint`` from the plain data ``to_data`` made."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _from_dataclass(hint, data, where)
-    if origin is tuple or origin is list:
-        if not isinstance(data, list):
-            raise ResultFormatError(f"{where}: expected a list, got {type(data).__name__}")
-        if origin is list or (len(args) == 2 and args[1] is Ellipsis):
-            return (tuple if origin is tuple else list)(
-                from_data(args[0] if args else Any, item, f"{where}[{i}]") for i, item in enumerate(data))
-        if len(args) != len(data):
-            raise ResultFormatError(f"{where}: expected {len(args)} items, got {len(data)}")
-        return tuple(from_data(a, item, f"{where}[{i}]") for i, (a, item) in enumerate(zip(args, data)))
-    if origin is dict:
-        if not isinstance(data, dict):
-            raise ResultFormatError(f"{where}: expected an object, got {type(data).__name__}")
-        return {key: from_data(args[1] if args else Any, item, f"{where}.{key}") for key, item in data.items()}
-    if origin is typing.Union or origin is types.UnionType:
-        if data is None and type(None) in args:
-            return None
-        for option in (a for a in args if a is not type(None)):
-            try:
-                return from_data(option, data, where)
-            except ResultFormatError:
-                continue
-        raise ResultFormatError(f"{where}: {data!r} fits none of {hint}")
-    if hint is Any:
-        return data
-    if hint is float and isinstance(data, int | float) and not isinstance(data, bool):
-        return float(data)
-    if hint is int and isinstance(data, int) and not isinstance(data, bool):
-        return data
-    if hint in (str, bool) and isinstance(data, hint):
-        return data
-    if hint in (str, int, float, bool):
-        raise ResultFormatError(f"{where}: expected {hint.__name__}, got {type(data).__name__}")
-    raise TypeError(f"{where}: cannot read a {hint} from JSON")
+    try:
+        return _decoder(hint)(data)
+    except _Misfit as exc:
+        raise ResultFormatError(f"{where}{''.join(reversed(exc.steps))}: {exc.message}") from None
 
 
 def result_to_json(result: SubmissionResult) -> str:
@@ -105,4 +217,4 @@ def result_from_json(text: str) -> SubmissionResult:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultFormatError(f"not JSON: {exc}") from exc
-    return _from_dataclass(SubmissionResult, data, "result")
+    return from_data(SubmissionResult, data)

@@ -194,9 +194,13 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install(namespace: dict[str, Any], withheld: list[str], stubbed: dict[str, str]) -> Shell:
     shell = Shell(namespace)
     D2lModule.withheld = frozenset(withheld)
-    for name in list(sys.modules):
-        if name.split(".")[0] in (*STUBBED_TOP_LEVEL, *stubbed):
-            del sys.modules[name]
+    tops = (*STUBBED_TOP_LEVEL, *stubbed)
+    # Only when one of these packages was imported (a submodule comes with its package): the loop touches every
+    # module's name, over a thousand with torch, and in a forked process each touch can copy a page.
+    if any(top in sys.modules for top in tops):
+        for name in list(sys.modules):
+            if name.split(".")[0] in tops:
+                del sys.modules[name]
     sys.meta_path.insert(0, StubFinder(shell, dict(stubbed)))
     namespace["get_ipython"] = lambda: shell
     namespace["display"] = display

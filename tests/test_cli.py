@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import SAMPLES
 
 
@@ -76,3 +78,15 @@ def test_instructor_mistakes_exit_with_code_2(tmp_path: Path) -> None:
     assert "no assignment 'no_such_assignment'" in unknown.stderr and "attention_scoring" in unknown.stderr
     missing = run("grade", "attention_scoring", str(tmp_path / "nowhere"), "--out", str(tmp_path))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_grading_on_the_gpu_without_a_memory_cgroup_warns_that_nothing_caps_memory(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # --sandbox off keeps rlimits only; on the GPU the address-space rlimit is off too (CUDA could not start under it).
+    from grader.cli.grade import _print_sandbox
+
+    _print_sandbox("off", "cuda")
+    assert "with --device cuda and no memory cgroup, a submission's processes have no memory limit" in \
+        capsys.readouterr().err
+    _print_sandbox("off", "cpu")
+    assert "no memory limit" not in capsys.readouterr().err

@@ -117,6 +117,33 @@ def test_the_last_question_answered_by_the_loaded_process_itself_keeps_its_outpu
                                         "(exit code 9)"
 
 
+def test_code_that_used_the_gpu_while_loading_answers_each_question_in_a_fresh_process(
+        tmp_path: Path, toy: Assignment) -> None:
+    # A CUDA context does not survive a fork, so a loaded process that started one is not forked per question: each
+    # question gets a process of its own, started and loaded again. No GPU here: the code says it started CUDA.
+    asking = CORRECT.replace("        counter += 1",
+                             "        counter += 1\n        print('in place:', os.getppid() == LOADER)")
+    asking = asking.replace("def scale", "import os\n    LOADER = os.getppid()\n    def scale", 1)
+    normal = grade(tmp_path, toy, asking)
+    assert [q.stdout for q in normal.questions[1:]] == ["in place: False\n", "in place: True\n"]  # q2 in a fork
+    on_gpu = grade(tmp_path, toy, asking.replace("import os\n", "import os, torch\n"
+                                                 "    torch.cuda.is_initialized = lambda: True\n", 1))
+    assert [q.stdout for q in on_gpu.questions[1:]] == ["in place: True\n", "in place: True\n"]
+    assert on_gpu.score == 5 and outcomes(on_gpu)["q3.fresh"] == "passed"  # q2's bump unseen by q3
+    assert not any("started again" in note for note in on_gpu.notes)  # a process per question is no failure
+
+
+def test_a_tensor_left_on_the_cpu_when_grading_on_the_gpu_is_explained(tmp_path: Path, toy: Assignment) -> None:
+    # torch's own message, as code that makes a CPU tensor beside CUDA inputs gets it (seen on a GPU machine); raised
+    # by hand here, where there is no GPU.
+    source = CORRECT.replace("        return x * 2", "        raise RuntimeError('Expected all tensors to be on the "
+                             "same device, but found at least two devices, cuda:0 and cpu!')")
+    first = grade(tmp_path, toy, source).checks[0]
+    assert first.status == "error"
+    assert first.message.endswith("Your code made a tensor on the CPU while its inputs are on the GPU: create tensors "
+                                  "on an input's device, e.g. torch.ones(n, device=X.device)")
+
+
 def test_missing_names_point_at_the_cell_that_failed(tmp_path: Path, toy: Assignment) -> None:
     import nbformat
 

@@ -209,7 +209,9 @@ class SubmissionRunner:
                     run.checks += [not_run(c, self._seed(c), reason) for c in pending]
                     break
                 try:
-                    self.restarts += 1
+                    # A process that answered its last question is no failure (code that used the GPU while loading
+                    # answers each question in a process of its own): only a hung or crashed one is a restart.
+                    self.restarts += not (self.process is not None and self.process.spent)
                     self.load()
                 except (CallTimedOut, ProcessDied) as exc:
                     reason = f"not run: your code could not be started again after an earlier failure ({exc.message})"

@@ -26,13 +26,18 @@ def _print_selected(to_grade: int, kept: int) -> None:
           "are.", flush=True)
 
 
-def _print_sandbox(mode: str) -> None:
+def _print_sandbox(mode: str, device: str = "cpu") -> None:
     """Once per run, before grading: which isolation layers protect this machine, and which do not."""
     layers = isolation.detect(mode)
     print(f"{layers.describe()} (grader pid {os.getpid()})", flush=True)
     if layers.missing:
         print("warning: student code runs with less isolation than on a Linux machine with bubblewrap and cgroups; "
               "see the README's security model", file=sys.stderr, flush=True)
+    if device != "cpu" and not (layers.cgroups and "memory" in layers.cgroups.controllers):
+        # On the GPU the address-space rlimit is off (CUDA reserves far more than it uses): a memory cgroup is the
+        # only cap left on the host's memory.
+        print(f"warning: with --device {device} and no memory cgroup, a submission's processes have no memory limit "
+              "on this machine", file=sys.stderr, flush=True)
 
 
 def _late_override(args: argparse.Namespace) -> LateOverride | None:
@@ -50,7 +55,7 @@ def _print_adjustments(run: ClassRun) -> None:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    _print_sandbox(args.sandbox)
+    _print_sandbox(args.sandbox, args.device)
     print(detect_layout(Path(args.submissions), args.layout).describe(Path(args.submissions)), flush=True)
     explain = _print_selected if args.student else _print_plan
     with ProgressDisplay() as display:

@@ -111,6 +111,7 @@ class StudentProcess:
         self._from_child = -1
         self._oom = False
         self._spent = False
+        self._forkable = True  # False when the loaded code started CUDA, whose context a fork cannot use
         self._inbox = bytearray()  # read from the process, not yet taken as part of a message
         self.waited_s = 0.0  # starting it and waiting for its answers: the execute stage's time
 
@@ -137,6 +138,10 @@ class StudentProcess:
                 os.chown(home, sandbox.student_uid, sandbox.student_uid)
         rlimits: dict[str, int | None] = {**self.limits.rlimits(),
                                            "processes": isolation.nproc_limit(self.limits, sandbox)}
+        if self.device != "cpu":
+            # A CUDA context reserves tens of GiB of address space: under an address-space limit it cannot start
+            # ("out of memory" from cudaGetDeviceCount). The memory cap is then the submission's cgroup's.
+            del rlimits["memory_bytes"]
         try:
             if not self.worker.alive:
                 # Starting the worker is the grader's overhead, not the student's time: the deadline moves with it.
@@ -188,6 +193,7 @@ class StudentProcess:
         if header.get("op") != "loaded":
             self.kill()
             raise ProcessDied("the student's process answered the load request with something else")
+        self._forkable = header.get("forkable") is not False
         return loaded
 
     def kill(self) -> None:
@@ -255,7 +261,9 @@ class StudentProcess:
                  last: bool = False) -> Iterator[QuestionSession]:
         """Fork the loaded submission; calls inside the block go to the fork, which exits at the end. The ``last``
         question this process answers is answered by the process itself, which then exits: the same namespace,
-        without the fork's cost."""
+        without the fork's cost. A process that cannot be forked (its code used the GPU while loading) answers each
+        question itself: the next needs a fresh process (``spent``)."""
+        last = last or not self._forkable
         self._send({"op": "question", "provided_source": provided_source, "provided_names": list(provided_names),
                     "stream_cap": self.limits.stream_cap, "last": last})
         session = QuestionSession(self, last=last)

@@ -69,9 +69,11 @@ def _where(frame: Any) -> str:
 def _raised(what: str, reply: dict[str, Any]) -> StudentRaised:
     error = reply.get("error") or {}
     exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
-    summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ")
-    return StudentRaised(summary + _where(error.get("where")), exc_type=exc_type, exc_message=exc_message,
-                         traceback=str(error.get("traceback", "")))
+    summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ") + _where(error.get("where"))
+    if "Expected all tensors to be on the same device" in exc_message:  # graded with --device cuda
+        summary += (". Your code made a tensor on the CPU while its inputs are on the GPU: create tensors on an "
+                    "input's device, e.g. torch.ones(n, device=X.device)")
+    return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")))
 
 
 class StudentCode:

@@ -87,8 +87,8 @@ def q2_value_mask_ignored(query: np.ndarray, value: np.ndarray, key: np.ndarray 
 
 @variant("q2", replaces=ref.additive_attention, name="causal mask reversed",
          explain="Your causal mask lets query i attend keys i..Tv-1, the future (triu): query i may attend keys "
-                 "0..i only, a lower-triangular mask, torch.ones(Tq, Tv, dtype=torch.bool).tril(); subtract 1e9 "
-                 "from the scores of keys j > i.",
+                 "0..i only, a lower-triangular mask, torch.ones(Tq, Tv, dtype=torch.bool, device=scores.device)"
+                 ".tril(); subtract 1e9 from the scores of keys j > i.",
          mutation=[("dtype=torch.bool).tril()", "dtype=torch.bool).triu()")])
 def q2_causal_reversed(query: np.ndarray, value: np.ndarray, key: np.ndarray | None = None, *,
                        scale: np.ndarray | None = None, query_mask: np.ndarray | None = None,

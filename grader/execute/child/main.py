@@ -135,7 +135,9 @@ class Runner:
                 stopped = result["status"] == "exit" and request.get("stop_on_exit", False)
             self.channel.send({"op": "unit", "index": index, "unit": result})
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        return {"op": "loaded"}
+        # A CUDA context does not survive a fork: code that used the GPU while loading gets a fresh process per
+        # question (the grader starts and loads it again) instead of a fork of this one.
+        return {"op": "loaded", "forkable": not torch.cuda.is_initialized()}
 
     def _run_unit(self, unit: dict[str, Any], seconds: float, cap: int) -> dict[str, Any]:
         filename = unit["filename"]
@@ -244,10 +246,16 @@ class Runner:
             return self.describe(header["name"])
         if op == "call":
             positional, keyword = args()
-            if header.get("memory_budget"):
-                _limit_address_space(int(header["memory_budget"]))
-            with torch.no_grad() if header.get("no_grad") else contextlib.nullcontext():
-                value = self.namespace[header["name"]](*positional, **keyword)
+            budget = int(header.get("memory_budget") or 0)
+            if budget and self.device == "cpu":
+                _limit_address_space(budget)
+            elif budget:
+                _limit_device_memory(budget, self.device)
+            try:
+                with torch.no_grad() if header.get("no_grad") else contextlib.nullcontext():
+                    value = self.namespace[header["name"]](*positional, **keyword)
+            except torch.OutOfMemoryError as exc:  # past the budget on the GPU: as the address-space limit says it
+                raise MemoryError(str(exc).splitlines()[0]) from None
             return {"value": self.encode(value, out)}
         if op == "new":
             cls = self.namespace[header["name"]]
@@ -336,6 +344,15 @@ def _limit_address_space(budget: int) -> None:
     with open("/proc/self/status") as status:
         size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
     resource.setrlimit(resource.RLIMIT_AS, (size + budget, size + budget))
+
+
+def _limit_device_memory(budget: int, device: str) -> None:
+    """On the GPU, where an address-space limit cannot apply (a CUDA context reserves far more address space than it
+    uses): allow the caching allocator ``budget`` more bytes than it holds now, for good."""
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    total = torch.cuda.get_device_properties(index).total_memory
+    torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(index) + budget) / total), index)
 
 
 def warm_up() -> None:

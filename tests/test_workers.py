@@ -137,14 +137,36 @@ def test_the_next_submission_in_a_worker_finds_nothing_the_last_one_left(worker:
     # What a student finds in a clean worker: nothing, or the sandbox's own mounts (a checkout under /tmp).
     (fresh,) = run(worker, LOOK_AROUND, "look")
     assert worker.clean()
+    assert not worker.swept  # it left nothing: the zygote saw so itself, without forking a helper to sweep
     ((made_segment, stopped),) = run(worker, LEAVE_BEHIND, "report")
     assert made_segment
     if SANDBOX.student_uid is not None:
         assert stopped == "refused"  # another uid: students cannot signal the zygote
     assert worker.clean()
+    assert worker.swept
     (after,) = run(worker, LOOK_AROUND, "look")
     assert after == fresh and "left-by-a" not in after[0]
     assert after[1:] == [[], [], 0]  # /dev/shm, processes left, System V shared memory segments
+
+
+LEFTOVERS = {
+    "a file in /tmp": "open('/tmp/notes', 'w').write('x')",
+    "a file in /dev/shm": "open('/dev/shm/notes', 'w').write('x')",
+    "a System V segment": "import ctypes\nctypes.CDLL(None).shmget(0x5EEE, 4096, 0o1666)",
+}
+
+
+@needs_namespaces
+@pytest.mark.skipif(SANDBOX.student_uid is None, reason="the grader is not root: students share the worker's uid")
+@pytest.mark.parametrize("leftover", sorted(LEFTOVERS))
+def test_any_one_thing_left_behind_makes_the_zygote_sweep(worker: Worker, leftover: str) -> None:
+    # The zygote skips the sweep only when it sees nothing left: each kind of leftover alone is seen.
+    (fresh,) = run(worker, LOOK_AROUND, "look")
+    assert worker.clean()
+    run(worker, LEFTOVERS[leftover] + "\ndef nothing():\n    return 0\n", "nothing")
+    assert worker.clean() and worker.swept
+    (after,) = run(worker, LOOK_AROUND, "look")
+    assert after == fresh
 
 
 def test_a_lost_zygote_is_replaced_and_the_submission_is_still_graded() -> None:

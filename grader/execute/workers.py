@@ -122,6 +122,7 @@ class Worker:
         self.info: dict[str, Any] = {}
         self.host_pid: int | None = None
         self.forks = 0
+        self.swept = False  # whether the last clean found something to kill or remove (the root layout says)
         # Where cgroups exist: the group of the student processes this worker forks, one submission's at a time
         # (made once: making and removing a group costs milliseconds of kernel time).
         self.cgroup: Cgroup | None = None
@@ -345,6 +346,7 @@ class Worker:
         except WorkerLost:
             return False
         self._exits.clear()
+        self.swept = bool(reply.get("swept", True))
         return not reply.get("left")
 
 

@@ -147,6 +147,34 @@ def wipe_scratch(kept: set[str] | None = None) -> list[str]:
     return left
 
 
+def nothing_left(kept: set[str] | None = None) -> bool:
+    """Whether a sweep would find nothing to do: no process in this pid namespace but its init and this one,
+    nothing a student put in the scratch folders, no System V IPC object. It only reads, so the zygote may ask it
+    itself; anything it cannot read counts as something left."""
+    try:
+        if any(name.isdigit() and int(name) not in (1, os.getpid()) for name in os.listdir("/proc")):
+            return False
+        kept = scratch_mounts() if kept is None else kept
+        mounts = {path for path in kept if os.path.ismount(path)}
+
+        def empty(folder: str) -> bool:  # as wipe_scratch walks it: the sandbox's own mounts are not a student's
+            with os.scandir(folder) as entries:
+                return all(entry.path in mounts or (entry.path in kept and empty(entry.path)) for entry in entries)
+
+        if not all(empty(top) for top in SCRATCH if os.path.isdir(top)):
+            return False
+        for table, _ in _IPC_TABLES:
+            try:
+                with open(table) as handle:
+                    if len(handle.read().splitlines()) > 1:
+                        return False
+            except FileNotFoundError:  # a kernel without System V IPC
+                continue
+    except OSError:
+        return False
+    return True
+
+
 def _make_removable(folder: str) -> None:
     """A student may leave folders without write or search permission for their owner; give them back."""
     for root, dirs, _ in os.walk(folder, topdown=True, onerror=None):

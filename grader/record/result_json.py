@@ -10,10 +10,11 @@ that no longer exist; anything else that does not fit raises ``ResultFormatError
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
@@ -127,13 +128,10 @@ def _sequence_decoder(item: Decoder, make: type) -> Decoder:
             raise _Misfit(f"expected a list, got {type(data).__name__}")
         if item is _identity:
             return make(data)
-        out = []
-        for index, value in enumerate(data):
-            try:
-                out.append(item(value))
-            except _Misfit as exc:
-                raise _step(exc, f"[{index}]") from None
-        return make(out)
+        try:
+            return make([item(value) for value in data])
+        except _Misfit:  # read again, item by item, to say which one
+            return make(_decoded_items(zip(itertools.repeat(item), data)))
     return decode
 
 
@@ -143,14 +141,18 @@ def _fixed_tuple_decoder(items: tuple[Decoder, ...]) -> Decoder:
             raise _Misfit(f"expected a list, got {type(data).__name__}")
         if len(items) != len(data):
             raise _Misfit(f"expected {len(items)} items, got {len(data)}")
-        out = []
-        for index, (item, value) in enumerate(zip(items, data)):
-            try:
-                out.append(item(value))
-            except _Misfit as exc:
-                raise _step(exc, f"[{index}]") from None
-        return tuple(out)
+        return tuple(_decoded_items(zip(items, data)))
     return decode
+
+
+def _decoded_items(pairs: Iterable[tuple[Decoder, Any]]) -> list[Any]:
+    out = []
+    for index, (item, value) in enumerate(pairs):
+        try:
+            out.append(item(value))
+        except _Misfit as exc:
+            raise _step(exc, f"[{index}]") from None
+    return out
 
 
 def _dict_decoder(item: Decoder) -> Decoder:

@@ -27,6 +27,8 @@ from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.workers import STARTUP_SECONDS, Forked, Worker, WorkerLost
 
+PF_EXITING = 0x4  # /proc/PID/stat's flags: the process is in its exit
+SIGKILL_PENDING = 1 << (signal.SIGKILL - 1)  # /proc/PID/stat's pending signals
 HELLO_SECONDS = 20.0  # a fork answers in milliseconds; a loaded machine may take longer
 UNIT_MARGIN_SECONDS = 5.0
 EXIT_SECONDS = 2.0  # how long to wait for the zygote to report how a process ended
@@ -52,6 +54,9 @@ class QuestionOutput:
     stdout: str
     stderr: str
     dropped: int
+
+
+_PROC_STAT = os.path.exists("/proc/self/stat")
 
 
 class LoadInterrupted(Exception):
@@ -249,6 +254,21 @@ class StudentProcess:
         """It was asked its last question (it exits when that question ends): another needs a fresh process."""
         return self._spent
 
+    def doomed(self) -> bool:
+        """Whether the loaded process is dead or dying: gone, a zombie, in its exit, or with SIGKILL pending (which
+        kill() leaves on it the moment it returns, before the process has run again). Linux only; False elsewhere
+        or when its pid is unknown."""
+        pid = self.pid
+        if pid is None or not _PROC_STAT:
+            return False
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                fields = handle.read().rpartition(b")")[2].split()  # after the command name, which may hold spaces
+            return fields[0] in (b"Z", b"X", b"x") or bool(int(fields[6]) & PF_EXITING) or \
+                bool(int(fields[28]) & SIGKILL_PENDING)
+        except (OSError, IndexError, ValueError):
+            return True  # reaped already
+
     def _reap(self) -> int | None:
         """How the process ended, once the worker has said (waiting a little for it)."""
         if self._exit_code is None and self._child is not None:
@@ -392,6 +412,12 @@ class QuestionSession:
             code = reply.get("exit_code")
             raise ProcessDied(f"your code ended the process while the grader waited for {waiting_for} "
                               f"({_exit_text(code)})")
+        if not self.last and self.process.doomed():
+            # The fork killed the loaded submission (kill(-1), or its parent's pid) and answered anyway: it dies with
+            # its parent, but only once the parent has finished exiting, and may answer a few more calls before. The
+            # answer does not count, so that the grade does not depend on which of the two the kernel ran first.
+            self.ended = True
+            self.process._died(f"your code ended the process while the grader waited for {waiting_for}")
         return reply, reply_blobs
 
     def end(self) -> QuestionOutput | None:

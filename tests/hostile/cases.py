@@ -182,6 +182,13 @@ CASES = [
          lost=("q3", "q4"), mentions=("raised SystemExit", "your code ended the process")),
     Case("kill_parent", "kills its parent process at import",
          solution(before="os.kill(os.getppid(), signal.SIGKILL)\n"), namespaces_only=True),
+    Case("kill_parent_in_call", "in masked_softmax, clears its own parent-death signal, then kills its parent (the "
+                                "loaded submission) and answers anyway",
+         solution(masked_softmax=MASKED_SOFTMAX.replace(
+             "    if valid_lens is None:\n",
+             "    import ctypes\n    ctypes.CDLL(None).prctl(1, 0, 0, 0, 0)\n"
+             "    os.kill(os.getppid(), signal.SIGKILL)\n    if valid_lens is None:\n")),
+         lost=("q1",), mentions=("killed by SIGKILL",)),
     Case("kill_everything", "kill(-1, SIGKILL) in masked_softmax: every process it may signal but itself",
          solution(masked_softmax=MASKED_SOFTMAX.replace(
              "    if valid_lens is None:\n", "    os.kill(-1, signal.SIGKILL)\n    if valid_lens is None:\n")),

@@ -211,7 +211,8 @@ class SubmissionRunner:
                 try:
                     # A process that answered its last question is no failure (code that used the GPU while loading
                     # answers each question in a process of its own): only a hung or crashed one is a restart.
-                    self.restarts += not (self.process is not None and self.process.spent)
+                    if self.process is None or not self.process.spent:
+                        self.restarts += 1
                     self.load()
                 except (CallTimedOut, ProcessDied) as exc:
                     reason = f"not run: your code could not be started again after an earlier failure ({exc.message})"

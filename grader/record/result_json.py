@@ -183,20 +183,12 @@ def _union_decoder(hint: Any, options: tuple[Decoder, ...], optional: bool) -> D
 
 
 def _scalar_decoder(hint: type) -> Decoder:
-    if hint is float:  # JSON writes an integral float as an integer: it comes back a float
-        def fits(data: Any) -> bool:
-            return isinstance(data, int | float) and not isinstance(data, bool)
-    elif hint is int:
-        def fits(data: Any) -> bool:
-            return isinstance(data, int) and not isinstance(data, bool)
-    else:
-        def fits(data: Any) -> bool:
-            return isinstance(data, hint)
+    accepted = int | float if hint is float else hint  # JSON writes an integral float as an integer
 
     def decode(data: Any) -> Any:
         if type(data) is hint:
             return data
-        if fits(data):
+        if isinstance(data, accepted) and (hint is bool or not isinstance(data, bool)):
             return float(data) if hint is float else data
         raise _Misfit(f"expected {hint.__name__}, got {type(data).__name__}")
     return decode

@@ -166,13 +166,13 @@ class Zygote:
         In the root layout a helper that becomes the student's uid does it, so that nothing of another uid (the
         zygote) is touched; in a user namespace the zygote shares the students' uid and kill(-1) spares it. Outside
         any namespace only the student processes' own groups are killed: kill(-1) would reach the grader."""
+        self.swept = True
         if not self.namespaced:
             for pid in list(self.children):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
             self.wait_for_children()
             return []
-        self.swept = True
         if self.student_uid is not None and not self.children and privileges.nothing_left():
             # Most submissions leave nothing behind: then no helper is forked (a fork of this zygote and the
             # helper's work cost milliseconds a submission).

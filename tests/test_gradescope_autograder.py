@@ -142,6 +142,10 @@ def test_run_autograder_writes_gradescope_results(tmp_path: Path, autograder_zip
         failed = [t for t in tests if t["status"] == "failed"]
         assert failed and {t["tags"][0] for t in failed} == {"q1"}
         assert any(t["visibility"] == "visible" and "differs" in t["output"] for t in failed)
+        # with its likely cause, hidden checks' too as on the student's page: Gradescope is all the student sees
+        cause = "\nLikely cause: softmax over the queries axis. Your masked_softmax normalises over dim=1, the queries"
+        assert {t["visibility"] for t in failed if cause in t["output"]} == {"visible", "after_published"}
+        assert all(cause in t["output"] for t in failed)
         assert 0 < results["score"] < 100
 
 

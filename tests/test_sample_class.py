@@ -162,6 +162,38 @@ def test_results_json_follows_gradescope_format(sample_run: ClassRun) -> None:
             assert isinstance(test["extra_data"]["seed"], int)
 
 
+def test_results_json_names_the_likely_cause_as_the_student_page_does(sample_run: ClassRun) -> None:
+    """Students graded on Gradescope see only results.json: a diagnosed failure carries its likely cause there in
+    the report's words. Hidden checks too, as on the student's page (the cause names no input), and nothing more."""
+    result = by_student(sample_run)["mistake_softmax_axis"]
+    data = json.loads((sample_run.out_dir / "students" / result.student / "results.json").read_text())
+    assert data["test_output_format"] == "text"  # plain text in a <pre>: the "\n" below break the lines
+    outputs = {t["extra_data"]["check_id"]: t["output"] for t in data["tests"]}
+    diagnosed = [c for c in result.checks if c.diagnosis is not None]
+    assert {c.visibility for c in diagnosed} == {"public", "hidden"}
+    assert {c.diagnosis.variant for c in diagnosed} == {DIAGNOSES["mistake_softmax_axis"]}
+    for check in diagnosed:
+        cause = f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}"
+        assert outputs[check.check_id].split("\n")[:2] == [check.message, cause], check.check_id
+    textbook = next(c for c in result.checks if c.check_id == "q1.textbook_1d")
+    assert outputs["q1.textbook_1d"] == (
+        f"{textbook.message}\nLikely cause: softmax over the queries axis. Your masked_softmax normalises over dim=1, "
+        "the queries, so each key's weights sum to 1 across the queries: each query's weights must sum to 1 over the "
+        "keys, a softmax over the last axis (dim=-1), with valid_lens or without.")
+    # A hidden check: its hint, the cause, its notes and its smallest case's sizes; never its inputs or values.
+    for check in (c for c in result.checks if c.visibility == "hidden" and not c.passed):
+        allowed = [check.message]
+        if check.diagnosis is not None:
+            allowed.append(f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}")
+        allowed += check.notes
+        if check.smallest is not None:
+            allowed.append(f"Smallest failing case: {check.smallest.text}.")
+        output = outputs[check.check_id]
+        assert output == "\n".join(allowed)
+        assert "expected" not in output and check.detail not in output
+        assert not [line for line in check.trace if line in output]
+
+
 def test_student_report_never_shows_hidden_details(sample_run: ClassRun) -> None:
     result = by_student(sample_run)["mistake_softmax_axis"]
     report = (sample_run.out_dir / "students" / result.student / "report.html").read_text()

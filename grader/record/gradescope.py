@@ -16,7 +16,10 @@ def _points(value: float) -> float | int:
 def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
     tests = []
     for check in result.checks:
-        lines = (check.message, *check.notes)
+        lines: tuple[str, ...] = (check.message,)
+        if check.diagnosis is not None:  # as the student's page words it, hidden checks too: it names no input
+            lines += (f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}",)
+        lines += check.notes
         if check.smallest is not None:  # its sizes only, which a hidden check may show too
             lines += (f"Smallest failing case: {check.smallest.text}.",)
         output = "\n".join(lines)
@@ -45,6 +48,9 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
         "execution_time": result.duration_s,
         "output": summary,
         "output_format": "text",
+        # Gradescope's default, said outright: each test's output in a <pre>, so "\n" breaks lines and nothing in
+        # a message or explanation is read as HTML or Markdown (output_format covers the top-level output only).
+        "test_output_format": "text",
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {

@@ -288,7 +288,9 @@ def _read_python(text: str, name: str, written_ids: Sequence[str]) -> Program:
                                 f"SyntaxError in {name} at {where}: {exc.msg}\n{(exc.text or '').rstrip()}") from None
     except (RecursionError, MemoryError):
         raise InvalidSubmission(f"{name} is too deeply nested for Python to read; nothing in it could run") from None
-    lines = text.splitlines(True)
+    # Split where Python counts lines (the node's line numbers): str.splitlines also splits at form feeds (PEP 8's
+    # page breaks) and U+2028, which would shift every statement after one.
+    lines = io.StringIO(text, newline="").readlines()
     spans: list[list[int]] = []
     for node in tree.body:
         start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])

@@ -26,6 +26,7 @@ import contextlib  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
 import inspect  # noqa: E402
+import io  # noqa: E402
 import linecache  # noqa: E402
 import random  # noqa: E402
 import resource  # noqa: E402
@@ -110,6 +111,8 @@ class Runner:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.filenames: set[str] = set()
+        # Each file's text as far as its units have run, for tracebacks and excerpts (see _cache_source).
+        self.sources: dict[str, list[str]] = {}
         self.namespace: dict[str, Any] = {}
         self.device = "cpu"
         self.max_elements = 1 << 24
@@ -143,7 +146,8 @@ class Runner:
         filename = unit["filename"]
         self.filenames.add(filename)
         source = unit["source"]
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        first_line = unit.get("first_line", 1)
+        self._cache_source(filename, source, first_line)
         out, err = capture.CappedStream("stdout", cap), capture.CappedStream("stderr", cap)
         saved = sys.stdout, sys.stderr
         notes_before = len(stubs.NOTES)
@@ -151,7 +155,7 @@ class Runner:
         try:
             sys.stdout, sys.stderr = out, err
             try:
-                code = compile("\n" * (unit.get("first_line", 1) - 1) + source, filename, "exec", dont_inherit=True)
+                code = compile("\n" * (first_line - 1) + source, filename, "exec", dont_inherit=True)
                 signal.setitimer(signal.ITIMER_REAL, seconds)
                 try:
                     exec(code, self.namespace)
@@ -172,6 +176,19 @@ class Runner:
             sys.stdout, sys.stderr = saved
         return {"status": status, "stdout": out.snapshot(), "stderr": err.snapshot(), "error": error,
                 "notes": stubs.NOTES[notes_before:]}
+
+    def _cache_source(self, filename: str, source: str, first_line: int) -> None:
+        """Put a unit's lines in the line cache at their place in its file.
+
+        A .py runs as one unit per top-level statement, all under the file's name, and a traceback's line N counts
+        from the file's start: the cache must hold the whole file's text (what has run of it), not the last unit's.
+        Lines are split where compile() splits them (not at form feeds or U+2028, as str.splitlines does)."""
+        lines = self.sources.setdefault(filename, [])
+        new = io.StringIO(source, newline="").readlines()
+        start = first_line - 1
+        lines.extend(["\n"] * (start + len(new) - len(lines)))  # lines no unit has given yet stay blank
+        lines[start:start + len(new)] = new
+        linecache.cache[filename] = (sum(map(len, lines)), None, lines, filename)
 
     def describe_exception(self, exc: BaseException) -> dict[str, Any]:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in self.filenames]

@@ -125,7 +125,7 @@ class Runner:
         self.namespace["__builtins__"] = __builtins__
         self.device = request.get("device", "cpu")
         self.max_elements = int(request.get("max_elements", self.max_elements))
-        stubs.install(self.namespace, request.get("withheld", []), request.get("stubbed", {}))
+        stubs.install(self.namespace, request.get("withheld", []), request.get("stubbed", {}), device=self.device)
         signal.signal(signal.SIGALRM, _on_alarm)
         skip = set(request.get("skip", ()))
         stopped = False

@@ -2,8 +2,10 @@
 
 Plotting libraries, ``d2l`` and IPython's shell are replaced by modules whose unknown attributes are no-op
 "sinks": a heatmap cell then runs without matplotlib, and ``!pip install`` or ``%matplotlib inline`` do nothing.
-``d2l`` keeps the textbook helpers a solution may legitimately call (``sequence_mask``) but withholds the
-names the assignment asks students to write, unless a question provides the reference in their place.
+``d2l`` keeps, for real, the pieces of the textbook that students' code builds on (``d2l.Module``,
+``save_hyperparameters``, ``add_to_class``, ``sequence_mask``, ``masked_softmax``, the device helpers and
+tensor aliases: see ``textbook``), but withholds the names the assignment asks students to write, unless a
+question provides the reference in their place.
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ def sequence_mask(X: Any, valid_len: Any, value: float = 0) -> Any:
 
 
 class D2lModule(StubModule):
-    """``d2l`` and ``d2l.torch``: plotting is a no-op, assignment answers are withheld or the reference."""
+    """``d2l`` and ``d2l.torch``: plotting is a no-op, assignment answers are withheld or the reference, and the
+    textbook's building blocks are real."""
 
     withheld: ClassVar[frozenset[str]] = frozenset()
     provided: ClassVar[dict[str, Any]] = {}
@@ -103,22 +106,290 @@ class D2lModule(StubModule):
             raise AttributeError(
                 f"d2l.{attr} is not available when grading: this assignment asks you to write {attr} yourself"
             )
-        if attr == "sequence_mask":
-            return sequence_mask
         if self.__name__ == "d2l" and attr in ("torch", "mxnet", "tensorflow", "jax"):
             return importlib.import_module(f"d2l.{attr}")  # `from d2l import torch as d2l`
-        if attr in ("torch", "nn", "math", "np", "numpy"):
-            return _real_module(attr)  # d2l.torch re-exports these
+        if attr in TEXTBOOK_NAMES:
+            return textbook()[attr]
         return super().__getattr__(attr)
 
 
-def _real_module(attr: str) -> Any:
+# The grading device (cpu, cuda, cuda:1), set by install: what d2l.try_gpu() answers, so that a student's
+# `.to(d2l.try_gpu())` lands where the grader's tensors are. Asking torch instead (torch.cuda.device_count(), as d2l
+# does) would start the CUDA driver in a process that must still fork, and would pick the GPU when grading on the CPU.
+DEVICE = "cpu"
+
+# What textbook() holds, known without building it, so that a sink lookup (d2l.plt, d2l.show_heatmaps) stays cheap.
+TEXTBOOK_NAMES = frozenset({
+    "add_to_class", "HyperParameters", "ProgressBoard", "Module", "Classifier", "DataModule", "Encoder", "Decoder",
+    "EncoderDecoder", "AttentionDecoder", "sequence_mask", "masked_softmax", "check_len", "check_shape",
+    "init_seq2seq", "cpu", "gpu", "num_gpus", "try_gpu", "try_all_gpus",
+    # d2l/torch.py's modules and aliases (its last lines)
+    "torch", "nn", "F", "math", "np", "nn_Module", "ones_like", "ones", "zeros_like", "zeros", "tensor", "arange",
+    "meshgrid", "sin", "sinh", "cos", "cosh", "tanh", "linspace", "exp", "log", "normal", "rand", "randn", "matmul",
+    "int32", "int64", "float32", "concat", "stack", "abs", "eye", "sigmoid", "batch_matmul", "numpy", "size",
+    "reshape", "to", "reduce_sum", "argmax", "astype", "transpose", "reduce_mean", "expand_dims", "swapaxes",
+    "repeat",
+})
+_TEXTBOOK: dict[str, Any] = {}
+
+
+def textbook() -> dict[str, Any]:
+    """The real pieces of d2l 1.0.3's ``d2l/torch.py``, built on first use: a submission that never touches them
+    costs nothing more, and the zygote does no more work before it forks."""
+    if not _TEXTBOOK:
+        _TEXTBOOK.update(_build_textbook())
+    return _TEXTBOOK
+
+
+def _build_textbook() -> dict[str, Any]:
+    # The bodies follow d2l 1.0.3 (argument names and defaults included), so that the book's code behaves as on the
+    # student's machine; only plotting (ProgressBoard.draw, so Module.plot) does nothing.
+    import inspect
     import math
 
     import numpy
     import torch
+    from torch import nn
+    from torch.nn import functional as F
 
-    return {"torch": torch, "nn": torch.nn, "math": math, "np": numpy, "numpy": numpy}[attr]
+    def add_to_class(Class):
+        """Register functions as methods in created class."""
+        def wrapper(obj):
+            setattr(Class, obj.__name__, obj)
+        return wrapper
+
+    class HyperParameters:
+        """The base class of hyperparameters."""
+        def save_hyperparameters(self, ignore=()):
+            """Save function arguments into class attributes."""
+            frame = inspect.currentframe().f_back
+            try:
+                _, _, _, local_vars = inspect.getargvalues(frame)
+            finally:
+                del frame  # a frame held by a local is a cycle that keeps the caller's locals alive
+            skip = {*ignore, "self"}
+            self.hparams = {k: v for k, v in local_vars.items() if k not in skip and not k.startswith("_")}
+            for k, v in self.hparams.items():
+                setattr(self, k, v)
+
+    class ProgressBoard(HyperParameters):
+        """The board that plots data points in animation: here it draws nothing."""
+        def __init__(self, xlabel=None, ylabel=None, xlim=None, ylim=None, xscale="linear", yscale="linear",
+                     ls=("-", "--", "-.", ":"), colors=("C0", "C1", "C2", "C3"), fig=None, axes=None,
+                     figsize=(3.5, 2.5), display=True):
+            self.save_hyperparameters()
+
+        def draw(self, x, y, label, every_n=1):
+            note("d2l is not installed in the grader: its plotting calls were skipped")
+
+    class Module(nn.Module, HyperParameters):
+        """The base class of models."""
+        def __init__(self, plot_train_per_epoch=2, plot_valid_per_epoch=1):
+            super().__init__()
+            self.save_hyperparameters()
+            self.board = ProgressBoard()
+
+        def loss(self, y_hat, y):
+            raise NotImplementedError
+
+        def forward(self, X):
+            assert hasattr(self, "net"), "Neural network is defined"
+            return self.net(X)
+
+        def plot(self, key, value, train):
+            """Plot a point in animation."""
+            self.board.draw(None, value, ("train_" if train else "val_") + key)
+
+        def training_step(self, batch):
+            loss = self.loss(self(*batch[:-1]), batch[-1])
+            self.plot("loss", loss, train=True)
+            return loss
+
+        def validation_step(self, batch):
+            loss = self.loss(self(*batch[:-1]), batch[-1])
+            self.plot("loss", loss, train=False)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+        def apply_init(self, inputs, init=None):
+            self.forward(*inputs)
+            if init is not None:
+                self.net.apply(init)
+
+    class Classifier(Module):
+        """The base class of classification models."""
+        def validation_step(self, batch):
+            Y_hat = self(*batch[:-1])
+            self.plot("loss", self.loss(Y_hat, batch[-1]), train=False)
+            self.plot("acc", self.accuracy(Y_hat, batch[-1]), train=False)
+
+        def accuracy(self, Y_hat, Y, averaged=True):
+            """Compute the number of correct predictions."""
+            Y_hat = Y_hat.reshape((-1, Y_hat.shape[-1]))
+            preds = Y_hat.argmax(axis=1).type(Y.dtype)
+            compare = (preds == Y.reshape(-1)).type(torch.float32)
+            return compare.mean() if averaged else compare
+
+        def loss(self, Y_hat, Y, averaged=True):
+            Y_hat = Y_hat.reshape((-1, Y_hat.shape[-1]))
+            Y = Y.reshape((-1,))
+            return F.cross_entropy(Y_hat, Y, reduction="mean" if averaged else "none")
+
+        def layer_summary(self, X_shape):
+            X = torch.randn(*X_shape)
+            for layer in self.net:
+                X = layer(X)
+                print(layer.__class__.__name__, "output shape:\t", X.shape)
+
+    class DataModule(HyperParameters):
+        """The base class of data (the book's own data sets are downloads: they stay sinks)."""
+        def __init__(self, root="../data", num_workers=4):
+            self.save_hyperparameters()
+
+        def get_dataloader(self, train):
+            raise NotImplementedError
+
+        def train_dataloader(self):
+            return self.get_dataloader(train=True)
+
+        def val_dataloader(self):
+            return self.get_dataloader(train=False)
+
+        def get_tensorloader(self, tensors, train, indices=slice(0, None)):
+            tensors = tuple(a[indices] for a in tensors)
+            dataset = torch.utils.data.TensorDataset(*tensors)
+            return torch.utils.data.DataLoader(dataset, self.batch_size, shuffle=train)
+
+    class Encoder(nn.Module):
+        """The base encoder interface for the encoder--decoder architecture."""
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, X, *args):
+            raise NotImplementedError
+
+    class Decoder(nn.Module):
+        """The base decoder interface for the encoder--decoder architecture."""
+        def __init__(self):
+            super().__init__()
+
+        def init_state(self, enc_all_outputs, *args):
+            raise NotImplementedError
+
+        def forward(self, X, state):
+            raise NotImplementedError
+
+    class EncoderDecoder(Classifier):
+        """The base class for the encoder--decoder architecture."""
+        def __init__(self, encoder, decoder):
+            super().__init__()
+            self.encoder = encoder
+            self.decoder = decoder
+
+        def forward(self, enc_X, dec_X, *args):
+            enc_all_outputs = self.encoder(enc_X, *args)
+            dec_state = self.decoder.init_state(enc_all_outputs, *args)
+            return self.decoder(dec_X, dec_state)[0]  # the decoder's output only
+
+        def predict_step(self, batch, device, num_steps, save_attention_weights=False):
+            batch = [a.to(device) for a in batch]
+            src, tgt, src_valid_len, _ = batch
+            enc_all_outputs = self.encoder(src, src_valid_len)
+            dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
+            outputs, attention_weights = [tgt[:, 0].unsqueeze(1)], []
+            for _ in range(num_steps):
+                Y, dec_state = self.decoder(outputs[-1], dec_state)
+                outputs.append(Y.argmax(2))
+                if save_attention_weights:
+                    attention_weights.append(self.decoder.attention_weights)
+            return torch.cat(outputs[1:], 1), attention_weights
+
+    class AttentionDecoder(Decoder):
+        """The base attention-based decoder interface."""
+        def __init__(self):
+            super().__init__()
+
+        @property
+        def attention_weights(self):
+            raise NotImplementedError
+
+    def masked_softmax(X, valid_lens):
+        """Perform softmax operation by masking elements on the last axis (d2l 11.3)."""
+        if valid_lens is None:
+            return nn.functional.softmax(X, dim=-1)
+        shape = X.shape
+        if valid_lens.dim() == 1:
+            valid_lens = torch.repeat_interleave(valid_lens, shape[1])
+        else:
+            valid_lens = valid_lens.reshape(-1)
+        # -1e6 rather than -inf: a row with no valid key then averages, as in the book, instead of giving NaN
+        X = sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
+        return nn.functional.softmax(X.reshape(shape), dim=-1)
+
+    def check_len(a, n):
+        assert len(a) == n, f"list's length {len(a)} != expected length {n}"
+
+    def check_shape(a, shape):
+        assert a.shape == shape, f"tensor's shape {a.shape} != expected shape {shape}"
+
+    def init_seq2seq(module):
+        """Initialize weights for sequence-to-sequence learning."""
+        if type(module) is nn.Linear:
+            nn.init.xavier_uniform_(module.weight)
+        if type(module) is nn.GRU:
+            for param in module._flat_weights_names:
+                if "weight" in param:
+                    nn.init.xavier_uniform_(module._parameters[param])
+
+    def cpu():
+        return torch.device("cpu")
+
+    def gpu(i=0):
+        return torch.device(f"cuda:{i}")
+
+    def num_gpus():
+        return 1 if DEVICE.startswith("cuda") else 0  # the grader lends one device: see DEVICE
+
+    def try_gpu(i=0):
+        return torch.device(DEVICE) if num_gpus() >= i + 1 else cpu()
+
+    def try_all_gpus():
+        return [torch.device(DEVICE)] if num_gpus() else []
+
+    pieces: dict[str, Any] = {
+        "add_to_class": add_to_class, "HyperParameters": HyperParameters, "ProgressBoard": ProgressBoard,
+        "Module": Module, "Classifier": Classifier, "DataModule": DataModule, "Encoder": Encoder, "Decoder": Decoder,
+        "EncoderDecoder": EncoderDecoder, "AttentionDecoder": AttentionDecoder, "masked_softmax": masked_softmax,
+        "check_len": check_len, "check_shape": check_shape, "init_seq2seq": init_seq2seq, "cpu": cpu, "gpu": gpu,
+        "num_gpus": num_gpus, "try_gpu": try_gpu, "try_all_gpus": try_all_gpus,
+    }
+    for name, obj in pieces.items():  # named as d2l names them in reprs and pickles, not as locals of this function
+        obj.__module__, obj.__qualname__ = "d2l.torch", name
+    aliases: dict[str, Any] = {
+        "sequence_mask": sequence_mask, "torch": torch, "nn": nn, "F": F, "math": math, "np": numpy,
+        "nn_Module": nn.Module, "ones_like": torch.ones_like, "ones": torch.ones, "zeros_like": torch.zeros_like,
+        "zeros": torch.zeros, "tensor": torch.tensor, "arange": torch.arange, "meshgrid": torch.meshgrid,
+        "sin": torch.sin, "sinh": torch.sinh, "cos": torch.cos, "cosh": torch.cosh, "tanh": torch.tanh,
+        "linspace": torch.linspace, "exp": torch.exp, "log": torch.log, "normal": torch.normal, "rand": torch.rand,
+        "randn": torch.randn, "matmul": torch.matmul, "int32": torch.int32, "int64": torch.int64,
+        "float32": torch.float32, "concat": torch.cat, "stack": torch.stack, "abs": torch.abs, "eye": torch.eye,
+        "sigmoid": torch.sigmoid, "batch_matmul": torch.bmm,
+        # d2l.numpy converts a tensor, as in the book (the NumPy module is d2l.np)
+        "numpy": lambda x, *args, **kwargs: x.detach().numpy(*args, **kwargs),
+        "size": lambda x, *args, **kwargs: x.numel(*args, **kwargs),
+        "reshape": lambda x, *args, **kwargs: x.reshape(*args, **kwargs),
+        "to": lambda x, *args, **kwargs: x.to(*args, **kwargs),
+        "reduce_sum": lambda x, *args, **kwargs: x.sum(*args, **kwargs),
+        "argmax": lambda x, *args, **kwargs: x.argmax(*args, **kwargs),
+        "astype": lambda x, *args, **kwargs: x.type(*args, **kwargs),
+        "transpose": lambda x, *args, **kwargs: x.t(*args, **kwargs),
+        "reduce_mean": lambda x, *args, **kwargs: x.mean(*args, **kwargs),
+        "expand_dims": lambda x, *args, **kwargs: x.unsqueeze(*args, **kwargs),
+        "swapaxes": lambda x, *args, **kwargs: x.swapaxes(*args, **kwargs),
+        "repeat": lambda x, *args, **kwargs: x.repeat(*args, **kwargs),
+    }
+    return {**pieces, **aliases}
 
 
 def display(*objects: Any, **kwargs: Any) -> None:
@@ -191,9 +462,11 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def install(namespace: dict[str, Any], withheld: list[str], stubbed: dict[str, str]) -> Shell:
+def install(namespace: dict[str, Any], withheld: list[str], stubbed: dict[str, str], device: str = "cpu") -> Shell:
+    global DEVICE
     shell = Shell(namespace)
     D2lModule.withheld = frozenset(withheld)
+    DEVICE = device
     tops = (*STUBBED_TOP_LEVEL, *stubbed)
     # Only when one of these packages was imported (a submodule comes with its package): the loop touches every
     # module's name, over a thousand with torch, and in a forked process each touch can copy a page.

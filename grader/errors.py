@@ -24,13 +24,15 @@ class InvalidSubmission(SubmissionError):
 
 
 class StudentRaised(SubmissionError):
-    """Student code raised an exception during a call."""
+    """Student code raised an exception during a call. ``setup``: while the check was setting up what it grades
+    (constructing the student's class), which fails the same way in every check of the question."""
 
-    def __init__(self, message: str, *, exc_type: str, exc_message: str, traceback: str) -> None:
+    def __init__(self, message: str, *, exc_type: str, exc_message: str, traceback: str, setup: bool = False) -> None:
         super().__init__(message, f"{message}\n{traceback}".strip())
         self.exc_type = exc_type
         self.exc_message = exc_message
         self.traceback = traceback
+        self.setup = setup
 
 
 class CallTimedOut(SubmissionError):
@@ -43,12 +45,17 @@ class ProcessDied(SubmissionError):
 
 class WrongAnswer(SubmissionError):
     """A check found the student's answer wrong. ``hint`` is the part that is safe to show for hidden checks;
-    ``misconception`` the id of a known mistake (a variant) the check recognised itself."""
+    ``misconception`` the id of a known mistake (a variant) the check recognised itself. ``values``: the answer had
+    the right form but other values (what a smaller failing case can show); ``setup``: what the check grades could
+    not be set up (a name not defined, weights with nowhere to go), which fails every check of the question alike."""
 
-    def __init__(self, message: str, *, hint: str, detail: str = "", misconception: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str, detail: str = "", misconception: str | None = None,
+                 values: bool = False, setup: bool = False) -> None:
         super().__init__(message, detail or message)
         self.hint = hint
         self.misconception = misconception
+        self.values = values
+        self.setup = setup
 
 
 class ConfigurationError(GraderError):

@@ -33,3 +33,13 @@ def assert_readme_lists_every_sample(folder: Path) -> None:
     listed = (folder / "README.md").read_text()
     missing = [p.name for p in folder.iterdir() if p.name != "README.md" and f"`{p.name}`" not in listed]
     assert not missing, f"{folder}/README.md does not describe {missing}"
+
+
+def student_reads(result: SubmissionResult, check_id: str) -> str:
+    """A check's message as the student reads it: a problem every check of its question shares is said once, in the
+    question's note, to which the check points."""
+    check = next(c for c in result.checks if c.check_id == check_id)
+    if check.message != "not graded: the problem in the note above":
+        return check.message
+    notes = next(q.notes for q in result.questions if q.id == check.question)
+    return next(n.removeprefix("Not graded: ") for n in notes if n.startswith("Not graded: "))

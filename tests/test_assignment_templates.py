@@ -23,6 +23,7 @@ from grader.errors import ConfigurationError
 from grader.pipeline import ClassRun, grade_class
 
 from .conftest import ROOT
+from .sample_classes import student_reads
 
 # assignment -> (a public check of q1, how its message starts on a blank template, written answer ids)
 ASSIGNMENTS = {
@@ -179,8 +180,7 @@ def test_blank_templates_grade_to_zero_with_clear_messages(graded: Callable[[str
     assert len(blanks) == 2
     for result in blanks:
         assert (result.status, result.score) == ("graded", 0)
-        first = next(c for c in result.checks if c.check_id == check_id)
-        assert first.message.startswith(message)
+        assert student_reads(result, check_id).startswith(message)
         assert {a.id: a.text for a in result.answers} == dict.fromkeys(written, "")
 
 

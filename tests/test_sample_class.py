@@ -16,6 +16,7 @@ import pytest
 from grader.pipeline import ClassRun, grade_class
 
 from .conftest import SAMPLES
+from .sample_classes import student_reads
 
 pytestmark = pytest.mark.slow
 
@@ -97,12 +98,12 @@ def test_messages_say_what_is_wrong(sample_run: ClassRun) -> None:
     results = by_student(sample_run)
 
     def message(student: str, check_id: str) -> str:
-        return next(c.message for c in results[student].checks if c.check_id == check_id)
+        return student_reads(results[student], check_id)
 
     assert message("mistake_mask_zero", "q1.textbook_1d").startswith(
         "masked_softmax(X, valid_lens) differs from the reference in 16 of 16 entries (100%): largest error")
     assert message("mistake_extra_bias", "q2.parameters") == (
-        "AdditiveAttention has parameters the additive score does not use: W_k.bias, W_q.bias "
+        "AdditiveAttention has parameters the additive score does not use: W_q.bias, W_k.bias "
         "(create W_q, W_k and w_v with bias=False)")
     assert message("mistake_dropout_in_eval", "q3.eval_deterministic").startswith(
         "DotProductAttention gives different outputs for the same inputs in eval mode")

@@ -39,7 +39,8 @@ SOFTMAX_OVER_COLUMNS = """
         return torch.softmax(X, dim=0)
 """
 CORRECT = SOFTMAX_OVER_COLUMNS.replace("dim=0", "dim=-1")
-# Wrong on the graded sizes (at least 3 x 3); dies on anything smaller, which only the search for a smaller case sends.
+# Wrong on the graded sizes (4 x 4 and 6 x 4 for the student "student"); dies on anything under 3 x 3, which only the
+# search for a smaller case sends.
 DIES_WHEN_SMALL = """
     import os
     import torch
@@ -105,13 +106,38 @@ def test_sizes_are_drawn_as_rng_integers_draws_them_and_forced_ones_keep_the_str
     assert ctx.sizes(batch=(2, 5), keys=(1, 7), features=4) == expected
     assert np.array_equal(ctx.rng.normal(size=3), after)
     assert ctx.drawn == {"batch": expected[0], "keys": expected[1], "features": 4}
-    # Forced sizes are clamped to the range's top (a range may depend on another size) and to at least 1; the
-    # stream is drawn as before, so the values after the sizes come from the same place.
+    # Forced sizes are clamped to the range's top (a range may depend on another size) and to its low, the check's
+    # own minimum (1 for a fixed size); the stream is drawn as before, so the values after the sizes come from the
+    # same place.
     forced = CheckContext(student=Recorder(), seed=7, forced={"batch": 1, "keys": 100, "features": 0})
-    assert forced.sizes(batch=(2, 5), keys=(1, 7), features=4) == (1, 6, 1)
+    assert forced.sizes(batch=(2, 5), keys=(1, 7), features=4) == (2, 6, 1)
+    assert forced.minimum == {"batch": 2, "keys": 1, "features": 1}
     assert np.array_equal(forced.rng.normal(size=3), after)
     with pytest.raises(ConfigurationError, match="drawn twice"):
         forced.sizes(batch=(1, 2))
+
+
+def test_distinct_sizes_move_to_the_nearest_free_size_upwards_first() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+            self.replies: list = []
+
+        def start_check(self) -> None:
+            pass
+
+    equal = CheckContext(student=Recorder(), seed=1, forced={"q": 3, "k": 3, "v": 3})  # type: ignore[arg-type]
+    assert equal.sizes(q=(2, 9), k=(2, 9), v=(2, 9), distinct=("q", "k", "v")) == (3, 4, 5)
+    top = CheckContext(student=Recorder(), seed=1, forced={"q": 4, "k": 4, "v": 4})  # type: ignore[arg-type]
+    assert top.sizes(q=(2, 5), k=(2, 5), v=(2, 5), distinct=("q", "k", "v")) == (4, 3, 2)  # no room above: below
+    groups = CheckContext(student=Recorder(), seed=1, forced={"a": 2, "b": 2, "x": 2, "y": 2})  # type: ignore
+    assert groups.sizes(a=(2, 5), b=(2, 5), x=(2, 5), y=(2, 5), distinct=(("a", "b"), ("x", "y"))) == (2, 3, 2, 3)
+    # Every seed's draw: the sizes of a group differ.
+    for seed in range(200):
+        ctx = CheckContext(student=Recorder(), seed=seed)  # type: ignore[arg-type]
+        assert len(set(ctx.sizes(q=(2, 6), k=(2, 6), v=(2, 6), distinct=("q", "k", "v")))) == 3
+    with pytest.raises(ConfigurationError, match="distinct"):
+        CheckContext(student=Recorder(), seed=1).sizes(q=(2, 5), distinct=("q", "k"))  # type: ignore[arg-type]
 
 
 def test_a_failing_public_check_shows_its_smallest_case_with_inputs_answers_and_expected_values(
@@ -158,8 +184,8 @@ def test_the_smallest_case_is_deterministic_and_fails_again_at_exactly_its_sizes
     assert smallest is not None
     sub = submission(tmp_path, SOFTMAX_OVER_COLUMNS)
     assert rerun_fails(shrink, sub, "q1.random_hidden", dict(smallest.sizes))
-    # One size smaller (a single column) and the mistake cannot show: that is why the search stopped.
-    assert not rerun_fails(shrink, sub, "q1.random_hidden", {"rows": 1, "cols": 1})
+    # Both at the check's own minimum (one row, two columns): the search goes no lower.
+    assert smallest.sizes == (("rows", 1), ("cols", 2))
 
 
 def test_a_correct_submission_has_no_smallest_case(tmp_path: Path, shrink: Assignment) -> None:
@@ -206,8 +232,8 @@ def test_a_sample_mistake_has_a_smaller_failing_case_that_fails_again_and_stays_
     sizes, original = dict(smallest.sizes), dict(smallest.original)
     assert sizes.keys() == original.keys() == {"batch", "queries", "keys"}
     assert all(sizes[n] <= original[n] for n in sizes) and any(sizes[n] < original[n] for n in sizes)
-    if student == "mistake_softmax_axis":  # one query shows a softmax over the queries; one key would hide it
-        assert smallest.sizes == (("batch", 1), ("queries", 1), ("keys", 2))
+    if student == "mistake_softmax_axis":  # the check's generic minimum: at least 2 each, batch, queries, keys distinct
+        assert smallest.sizes == (("batch", 2), ("queries", 3), ("keys", 4))
     assignment = load_assignment("attention_scoring")
     sub = Submission(student, SAMPLES / f"{student}.py", "python", datetime.now(UTC))
     assert rerun_fails(assignment, sub, check_id, sizes)
@@ -225,7 +251,21 @@ def test_sample_pages_show_a_public_checks_smallest_case_and_correct_work_has_no
     assert public.visibility == "public" and public.smallest is not None
     report = sample_page(sample_run, "mistake_no_scaling")
     assert all(str(escape(line)) in report for line in public.smallest.trace)
-    assert any(line.startswith("DotProductAttention.forward(float64 (1, ") for line in public.smallest.trace)
+    assert any(line.startswith("DotProductAttention.forward(float64 (2, ") for line in public.smallest.trace)
     for student in ("textbook", "older_edition", "einsum_style", "magics", "noisy", "folder_student"):
         assert all(c.smallest is None for c in results[student].checks), student
         assert "Smallest failing case" not in sample_page(sample_run, student)
+
+
+@pytest.mark.parametrize("source", ['''
+    def softmax_rows_misnamed(X):
+        return X
+''', '''
+    def softmax_rows(X):
+        return [1.0]
+'''], ids=["not defined", "a list, not a tensor"])
+def test_only_values_that_differ_get_a_smaller_failing_case(tmp_path: Path, shrink: Assignment, source: str) -> None:
+    """A missing name or an answer of the wrong kind fails the same way at any size: no search, no smallest case."""
+    result = grade(tmp_path, shrink, source)
+    random_checks = [c for c in result.checks if c.check_id.startswith("q1.random")]
+    assert random_checks and all(c.status == "failed" and c.smallest is None for c in random_checks)

@@ -3,6 +3,7 @@ and must lose points on its own question only, with its own diagnosis; the model
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from grader.results import SubmissionResult
 
 from .conftest import ROOT
 from .sample_classes import by_student
+from .seed_sweep import new_worker, sweep
 
 # Every assignment: one without a catalogue of known mistakes (solutions/<name>/variants.py) fails here.
 ASSIGNMENTS = tuple(sorted(p.name for p in SOLUTIONS_DIR.iterdir() if (p / "checks.py").is_file()))
@@ -101,3 +103,60 @@ def test_each_variant_is_caught_on_its_question_with_its_diagnosis(mutants: Call
         {q: s for q, s in full.items() if q != variant.question}
     diagnosed = {c.diagnosis.variant for c in run[mutant_name(variant)].checks if c.diagnosis is not None}
     assert diagnosed == {variant.id}
+
+
+# ----- the same grade whoever submits it ------------------------------------------------------------------------
+SWEPT_STUDENTS = tuple(f"s{number:03d}" for number in range(50))
+# Checks left out of the sweep, each for its cost and because its verdict cannot depend on the student: q3.memory
+# scores a million keys of fixed sizes by the memory the code needs; q4.training evaluates the trained model on
+# strings that are the same for everyone (test_practical10.py grades it under two ids).
+NOT_SWEPT = {("bahdanau_attention", "q3.memory"), ("practical10", "q4.training")}
+
+
+def swept(assignment: str, tmp_path: Path) -> dict[str, dict[str, frozenset[str]]]:
+    """The model solution and each mutant, graded for SWEPT_STUDENTS: submission -> student -> failing checks."""
+    spec = load_assignment(assignment)
+    base = base_of(assignment).read_text()
+    sources = {"model solution": base} | {v.id: mutate(base, v) for v in spec.variants}
+    paths = {}
+    for name, source in sources.items():
+        paths[name] = tmp_path / f"{name.replace('.', '_').replace(' ', '_')}.py"
+        paths[name].write_text(source)
+    names = list(paths)
+    results: dict[str, dict[str, frozenset[str]]] = {}
+
+    def grade_share(share: list[str]) -> None:
+        worker = new_worker(spec)
+        try:
+            for name in share:
+                results[name] = sweep(spec, paths[name], SWEPT_STUDENTS, worker,
+                                      keep=lambda check: (assignment, check.id) not in NOT_SWEPT).failing()
+        finally:
+            worker.close()
+
+    threads = [threading.Thread(target=grade_share, args=(names[i::2],)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_known_mistake_fails_the_same_checks_whoever_submits_it(assignment: str, tmp_path: Path) -> None:
+    """Each variant, graded under 50 student ids (so 50 draws of every random check), fails the same checks for all;
+    the model solution fails none for any."""
+    results = swept(assignment, tmp_path)
+    assert len(results) == 1 + len(variants_of(assignment))
+    differing = {}
+    for name, failing in results.items():
+        outcomes = {checks: sorted(s for s, f in failing.items() if f == checks) for checks in set(failing.values())}
+        assert len(failing) == len(SWEPT_STUDENTS)
+        if len(outcomes) > 1:
+            differing[name] = {", ".join(sorted(checks)) or "none": students[:5]
+                               for checks, students in outcomes.items()}
+    assert not differing, differing
+    assert results["model solution"][SWEPT_STUDENTS[0]] == frozenset()
+    for variant in variants_of(assignment):
+        assert results[variant.id][SWEPT_STUDENTS[0]], f"{variant.id} fails no check"

@@ -7,7 +7,7 @@ the values it expected (shown to the instructor only).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -46,6 +46,7 @@ class CheckContext:
         # Sizes the runner imposes when it looks for a smaller failing case, and the sizes this run used.
         self.forced = dict(forced or {})
         self.drawn: dict[str, int] = {}
+        self.minimum: dict[str, int] = {}  # the smallest each size may be, for the smaller failing cases
         self.heatmaps: list[Heatmap] = []
         self.diff: TensorDiff | None = None
         self.tables: list[TensorDiff] = []
@@ -56,12 +57,18 @@ class CheckContext:
     def trace(self) -> tuple[str, ...]:
         return (*self.student.calls, *self.expected)
 
-    def sizes(self, **dimensions: tuple[int, int] | int) -> tuple[int, ...]:
+    def sizes(self, *, distinct: Sequence[str] | Sequence[Sequence[str]] = (),
+              **dimensions: tuple[int, int] | int) -> tuple[int, ...]:
         """The check's sizes, by name: a (low, high) pair is drawn from ``ctx.rng`` as ``int(rng.integers(low,
         high))`` would draw it, in the order given; a plain int is a fixed size. When the check fails on values, the
-        runner runs it again with smaller sizes forced (down to 1) to find the smallest that still fails, so name
-        every size the inputs depend on, and only those (``batch=(2, 5), keys=(2, 10)``)."""
-        sizes = []
+        runner runs it again with smaller sizes forced (down to the range's low, or 1 for a fixed size) to find the
+        smallest that still fails, so name every size the inputs depend on, and only those (``batch=(2, 5),
+        keys=(2, 10)``). ``distinct``: names of sizes that must differ from one another (query, key and value sizes,
+        where code that confuses them would still run on equal ones), or several such groups; each that equals one
+        before it in its group moves to the nearest free size in its range, upwards first, so that every student's
+        draw tells them apart."""
+        sizes: dict[str, int] = {}
+        bounds: dict[str, tuple[int, int]] = {}
         for name, dimension in dimensions.items():
             if name in self.drawn:
                 raise ConfigurationError(f"the size {name!r} is drawn twice in one check")
@@ -69,14 +76,29 @@ class CheckContext:
                 low, high = dimension
                 # Drawn even when forced, so the values drawn after it come from the same place in the stream.
                 size = int(self.rng.integers(low, high))
-                ceiling = high - 1
+                floor, ceiling = max(1, low), high - 1
             else:
                 size = ceiling = int(dimension)
+                floor = 1
             if name in self.forced:  # clamped: a range may depend on a size forced smaller (a chunk of n keys)
-                size = max(1, min(self.forced[name], ceiling))
-            self.drawn[name] = size
-            sizes.append(size)
-        return tuple(sizes)
+                size = max(floor, min(self.forced[name], ceiling))
+            sizes[name], bounds[name] = size, (floor, ceiling)
+        groups = [distinct] if distinct and isinstance(distinct[0], str) else distinct
+        for group in groups:
+            unknown = sorted(set(group) - set(sizes))
+            if unknown:
+                raise ConfigurationError(f"distinct names sizes this call does not draw: {unknown}")
+            used: list[int] = []
+            for name in group:
+                floor, ceiling = bounds[name]
+                if sizes[name] in used:
+                    free = [v for v in [*range(sizes[name], ceiling + 1), *range(sizes[name] - 1, floor - 1, -1)]
+                            if v not in used]
+                    sizes[name] = free[0] if free else sizes[name]
+                used.append(sizes[name])
+        self.drawn.update(sizes)
+        self.minimum.update({name: floor for name, (floor, _) in bounds.items()})
+        return tuple(sizes.values())
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
                       rtol: float = 1e-4, atol: float = 1e-5, attention: bool | tuple[str, str] = False,
@@ -101,7 +123,7 @@ class CheckContext:
             if mismatch.category in ("values", "nonfinite") and shape_ok and not show:
                 assert got is not None and got.array is not None
                 self._tabulate(label, got.array, expected, rtol=rtol, atol=atol)
-            raise WrongAnswer(mismatch.message, hint=mismatch.hint)
+            raise WrongAnswer(mismatch.message, hint=mismatch.hint, values=mismatch.category in ("values", "nonfinite"))
         assert got is not None and got.array is not None
         self.met += 1
         return got.array

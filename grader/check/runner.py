@@ -14,6 +14,7 @@ the next check gets a fresh process as after any crashed check.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import traceback
 from collections.abc import Mapping, Sequence
@@ -54,6 +55,7 @@ class _QuestionRun:
     checks: list[CheckResult] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
+    notes: list[str] = field(default_factory=list)  # how the grader adapted to the student's code (a renaming)
 
 
 def _failed_unit(label: str, cause: CallTimedOut | ProcessDied) -> LoadedUnit:
@@ -68,6 +70,19 @@ def _failed_unit(label: str, cause: CallTimedOut | ProcessDied) -> LoadedUnit:
         message = f"{label} ended the process{how}; your code was started again without it"
     return LoadedUnit(status=status, stdout="", stderr="", dropped=0, error_type=kind, error_message=message,
                       traceback="", notes=())
+
+
+# Deep-learning frameworks other than PyTorch that the textbook's other tabs use, by the module students import.
+OTHER_FRAMEWORKS = {"tensorflow": "TensorFlow", "mxnet": "MXNet", "jax": "JAX", "flax": "JAX",
+                    "paddle": "PaddlePaddle"}
+
+
+def _other_framework(unit: LoadedUnit) -> str:
+    """'TensorFlow' when the unit failed importing another framework's module (the grader has PyTorch only)."""
+    if unit.error_type not in ("ModuleNotFoundError", "ImportError"):
+        return ""
+    module = re.search(r"No module named '([\w.]+)'", unit.error_message or "")
+    return OTHER_FRAMEWORKS.get(module.group(1).split(".")[0], "") if module else ""
 
 
 def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
@@ -93,6 +108,9 @@ class SubmissionRunner:
         self.restarts = 0
         self.raw_output = ""
         self.execute_s = 0.0  # in the student's processes (starting them, waiting for them), summed over restarts
+        # Checks that failed because what they grade could not be set up (a name not defined, a class that cannot
+        # be constructed, weights with nowhere to go): check id -> (message, hint). A question says it once.
+        self._setup_failures: dict[str, tuple[str, str]] = {}
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
@@ -139,6 +157,10 @@ class SubmissionRunner:
     def _load_hint(self) -> str:
         for program_unit, unit in zip(self.program.units, self.units):
             if unit.status in ("error", "timeout", "exit", "crashed"):
+                framework = _other_framework(unit)
+                if framework:
+                    return (f"{program_unit.label} could not import {framework}: this assignment is graded in "
+                            f"PyTorch, and code written for {framework} cannot run in the grader")
                 what = {"timeout": "timed out", "crashed": "ended the process"}.get(unit.status,
                                                                                 f"raised {unit.error_type}")
                 return f"{program_unit.label} {what} while loading, which may be why"
@@ -155,13 +177,39 @@ class SubmissionRunner:
             compared = bool(question.graded_with_reference) and self._owners_lost_points(question, results)
             run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names,
                                      last=final and not compared)
-            notes: list[str] = []
-            checks = run.checks
+            checks, notes = self._say_setup_once(run.checks)
+            notes += run.notes
             if question.graded_with_reference:
-                checks, notes = self._compare_with_own(question, checks, compared=compared, last=final)
+                checks, compared_notes = self._compare_with_own(question, checks, compared=compared, last=final)
+                notes += compared_notes
             results[question.id] = QuestionResult(question.id, question.title, tuple(checks), tuple(notes),
                                                   run.stdout, run.stderr)
         return list(results.values())
+
+    def _say_setup_once(self, checks: list[CheckResult]) -> tuple[list[CheckResult], list[str]]:
+        """Checks that failed on the same setup problem (a name not defined, weights with nowhere to go): the problem
+        said once, as the question's note, and each of those checks pointing to it."""
+        failures = [(c, self._setup_failures[c.check_id]) for c in checks if c.check_id in self._setup_failures]
+        counts: dict[str, int] = {}
+        for _, (message, _) in failures:
+            counts[message] = counts.get(message, 0) + 1
+        repeated = [m for m, n in counts.items() if n > 1]
+        if not repeated:
+            return checks, []
+        notes, changed = [], []
+        for check in checks:
+            message, hint = self._setup_failures.get(check.check_id, ("", ""))
+            if message not in repeated:
+                changed.append(check)
+                continue
+            # A hidden check's message has no inputs: what the note says for it is its hint.
+            public = [c for c, (m, _) in failures if m == message and c.visibility == PUBLIC]
+            note = f"Not graded: {message if public else hint}."
+            if note not in notes:
+                notes.append(note)
+            pointer = "not graded: the problem in the note above"
+            changed.append(dataclasses.replace(check, message=pointer))
+        return changed, notes
 
     def _owners(self, question: Question) -> list[str]:
         """The questions that define what ``question`` is graded with the reference of."""
@@ -221,12 +269,14 @@ class SubmissionRunner:
             process = self.process
             try:
                 with process.question(provided_source=source, provided_names=provided, last=last) as session:
-                    code = StudentCode(session, load_hint=self._load_hint())
+                    code = StudentCode(session, load_hint=self._load_hint(), naming=question.naming,
+                                       convention=question.convention)
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)
                         if result.status in (TIMEOUT, CRASHED) or self.process is not process:
                             break  # the process is gone (a run looking for a smaller failing case may end it too)
+                    run.notes += [note for note in code.notes if note not in run.notes]
                     if process.alive and not session.ended:
                         code.settle(ignore_errors=True)
                         output = session.end()
@@ -268,7 +318,8 @@ class SubmissionRunner:
         while shrinking:
             shrinking = False
             for name in list(best):
-                for size in sorted({1, best[name] // 2, best[name] - 1} - {0}):
+                floor = failed.minimum.get(name, 1)
+                for size in sorted({floor, best[name] // 2, best[name] - 1} - set(range(floor))):
                     trial = {**best, name: size}
                     if size >= best[name] or tuple(trial.items()) in tried:
                         continue
@@ -284,7 +335,8 @@ class SubmissionRunner:
                         where = f"at {SmallestCase.describe(tuple(trial.items()))}" if public else "on smaller inputs"
                         note = f"Looking for a smaller failing case, your code {what} {where}, so the search stopped."
                         return _smallest(found, failed, public, len(tried)), note
-                    if failure is not None and run.met == failed.met and run.drawn.get(name, size) < best[name]:
+                    if failure is not None and failure.values and run.met == failed.met \
+                            and run.drawn.get(name, size) < best[name]:
                         best, found, shrinking = dict(run.drawn), (run, failure), True
                         break
         return _smallest(found, failed, public, len(tried)), None
@@ -322,12 +374,17 @@ class SubmissionRunner:
             else:
                 diagnosis = self._diagnose(check, seed, code, context)
             result = outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
-            if shrink and context.drawn:  # after the diagnosis, which replays this run's answers
+            if exc.setup:
+                self._setup_failures[check.id] = (exc.message, exc.hint)
+            # Only values that differ can differ less on smaller inputs; after the diagnosis, which replays this run.
+            if shrink and context.drawn and exc.values:
                 smallest, note = self._shrink(check, seed, code, context)
                 result = dataclasses.replace(result, smallest=smallest,
                                              notes=(*result.notes, note) if note else result.notes)
             return result
         except StudentRaised as exc:
+            if exc.setup:
+                self._setup_failures[check.id] = (exc.message, f"your code raised {exc.exc_type}")
             return outcome(ERROR, exc.message, f"your code raised {exc.exc_type}", exc.detail)
         except CallTimedOut as exc:
             self.close()

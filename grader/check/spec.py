@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from grader.adjust.late import LatePolicy, parse_time
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
+from grader.execute.binding import Naming
 from grader.execute.limits import Limits
 from grader.results import HIDDEN, PUBLIC
 
@@ -33,6 +34,17 @@ class Question:
     # Names from the provided code that this question's checks call but students do not write (a training
     # harness), put in the student's namespace while the question is graded.
     uses_provided: tuple[str, ...] = ()
+    # How the weights the checks set find the student's parameters (grader/execute/binding.py): by the specified
+    # names only (strict_names), or also up to case, by these aliases of a name's parts, and by structure.
+    strict_names: bool = False
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The shapes the checks pass, in words, told when the student's code fails on them with a shape error:
+    # "the assignment passes one query of shape (1, input_dim) ...".
+    convention: str = ""
+
+    @property
+    def naming(self) -> Naming:
+        return Naming(self.strict_names, dict(self.aliases))
 
     @property
     def provided_names(self) -> tuple[str, ...]:

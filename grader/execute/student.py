@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from grader.errors import StudentRaised, WrongAnswer
+from grader.execute.arguments import Parameter, describe_renaming, plan_call
 from grader.execute.array_text import array_text
+from grader.execute.binding import Binding, Found, Naming, bind
 from grader.execute.child import wire
 from grader.execute.process import QuestionSession
 from grader.execute.values import Arg, Returned, decode_value
@@ -23,6 +26,7 @@ class NameInfo:
     is_class: bool = False
     is_module: bool = False
     params: tuple[str, ...] | None = None
+    signature: tuple[Parameter, ...] | None = None  # a class's constructor, or a function's parameters, in order
 
 
 def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -66,22 +70,40 @@ def _where(frame: Any) -> str:
     return f" ({place}line {lineno}, in {function}{code})"
 
 
-def _raised(what: str, reply: dict[str, Any]) -> StudentRaised:
+def _raised(what: str, reply: dict[str, Any], *, load_hint: str = "") -> StudentRaised:
     error = reply.get("error") or {}
     exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
     summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ") + _where(error.get("where"))
     if "Expected all tensors to be on the same device" in exc_message:  # graded with --device cuda
         summary += (". Your code made a tensor on the CPU while its inputs are on the GPU: create tensors on an "
                     "input's device, e.g. torch.ones(n, device=X.device)")
+    if exc_type == "NameError" and load_hint:  # `tf` is not defined: because `import tensorflow as tf` failed
+        summary += f" ({load_hint})"
     return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")))
+
+
+# Errors torch and Python raise when a tensor has another number of dimensions, or other sizes, than code expects.
+_SHAPE_ERROR = re.compile(r"size of tensor|must match the size|shape|dimension|Dimension out of range|mat1 and mat2|"
+                          r"\d-?D tensor|batch1|batch2|expected .*dim|too many indices|not enough values to unpack|"
+                          r"cannot be multiplied|broadcast", re.IGNORECASE)
+
+
+def is_shape_error(exc: StudentRaised) -> bool:
+    return exc.exc_type in ("RuntimeError", "IndexError", "ValueError") and bool(_SHAPE_ERROR.search(exc.exc_message))
 
 
 class StudentCode:
     """The student's namespace inside one question's fork."""
 
-    def __init__(self, session: QuestionSession, *, load_hint: str = "") -> None:
+    def __init__(self, session: QuestionSession, *, load_hint: str = "", naming: Naming | None = None,
+                 convention: str = "") -> None:
         self.session = session
         self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
+        self.naming = naming or Naming()  # how the weights a check sets find the student's parameters (binding.py)
+        # The shapes the question's modules take, told when the student's code fails on them with a shape error
+        # (say, code written for batches where the assignment passes one query).
+        self.convention = convention
+        self.notes: list[str] = []  # for the question's report: how the grader adapted to the student's code
         self._max_elements = session.process.limits.max_array_elements
         self.calls: list[str] = []  # what was called with what, for the instructor's view of a check
         # This check's answers (operation, reply, blobs), to replay it against known-wrong variants of the reference.
@@ -117,7 +139,7 @@ class StudentCode:
             if record:
                 self.replies.append((op, reply, reply_blobs))
             if not reply.get("ok") and failure is None:
-                failure = _raised(what, reply)
+                failure = _raised(what, reply, load_hint=self.load_hint)
         return failure
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -134,7 +156,7 @@ class StudentCode:
                 timeout: float | None = None) -> tuple[dict, list]:
         reply, reply_blobs = self.exchange(header, blobs, what=what, timeout=timeout)
         if not reply.get("ok"):
-            raise _raised(what, reply)
+            raise _raised(what, reply, load_hint=self.load_hint)
         return reply, reply_blobs
 
     def value(self, desc: Any, blobs: list[bytes]) -> Returned:
@@ -151,9 +173,11 @@ class StudentCode:
         reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
         if not reply.get("exists"):
             return NameInfo(False)
-        params = reply.get("params")
+        params, signature = reply.get("params"), reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
-                        bool(reply.get("is_module")), tuple(str(p) for p in params) if params is not None else None)
+                        bool(reply.get("is_module")), tuple(str(p) for p in params) if params is not None else None,
+                        tuple(Parameter(str(n), str(k), bool(d)) for n, k, d in signature)
+                        if isinstance(signature, list) else None)
         self.known[name] = info
         return info
 
@@ -167,28 +191,46 @@ class StudentCode:
         info = self.describe(name)
         hint = f" ({self.load_hint})" if self.load_hint else ""
         if not info.exists:
-            raise WrongAnswer(f"`{name}` is not defined in your submission{hint}", hint=f"`{name}` is not defined")
+            raise WrongAnswer(f"`{name}` is not defined in your submission{hint}", hint=f"`{name}` is not defined",
+                              setup=True)
         if want_class and not info.is_class:
             raise WrongAnswer(f"`{name}` should be a class, but it is a {info.type_name}",
-                              hint=f"`{name}` is not a class")
+                              hint=f"`{name}` is not a class", setup=True)
         if not info.callable:
             raise WrongAnswer(f"`{name}` should be a function, but it is a {info.type_name}",
-                              hint=f"`{name}` is not a function")
+                              hint=f"`{name}` is not a function", setup=True)
         return info
 
     def function(self, name: str) -> StudentFunction:
         self._require(name, want_class=False)
         return StudentFunction(self, name)
 
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
     def construct(self, name: str, /, *, optional: Mapping[str, Any] | None = None, **kwargs: Any) -> StudentObject:
-        """``name(**kwargs)``, adding each ``optional`` keyword that the signature names explicitly."""
+        """``name(**kwargs)``, the keywords in the assignment's order, adding each ``optional`` keyword that the
+        signature names explicitly; arguments the signature names otherwise are matched by order (arguments.py)."""
         info = self._require(name, want_class=True)
         if not info.is_module:
-            raise WrongAnswer(f"`{name}` should subclass torch.nn.Module", hint=f"`{name}` is not an nn.Module")
-        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
-        self.log(f"{name}({shown}), optional {dict(optional or {})}")
-        reply, _ = self.request({"op": "new", "name": name, "kwargs": kwargs, "optional": dict(optional or {})},
-                                what=f"{name}({shown})")
+            raise WrongAnswer(f"`{name}` should subclass torch.nn.Module", hint=f"`{name}` is not an nn.Module",
+                              setup=True)
+        plan = plan_call(info.signature, kwargs, dict(optional or {}))
+        if plan.problem:
+            message = f"`{name}` cannot be constructed as the assignment does, {name}({', '.join(kwargs)}): " \
+                      f"{plan.problem}"
+            raise WrongAnswer(message, hint=message, setup=True)
+        if plan.renamed:
+            self.note(describe_renaming(name, plan))
+        shown = ", ".join([repr(a) for a in plan.args] + [f"{k}={v!r}" for k, v in plan.kwargs.items()])
+        self.log(f"{name}({shown})")
+        try:
+            reply, _ = self.request({"op": "new", "name": name, "args": list(plan.args), "kwargs": plan.kwargs},
+                                    what=f"{name}({shown})")
+        except StudentRaised as exc:
+            exc.setup = True
+            raise
         return StudentObject(self, int(reply["ref"]), name)
 
 
@@ -207,6 +249,9 @@ class ReplayedCode(StudentCode):
         self.calls = []
         self.replies = []
         self.pending = []
+        self.naming = original.naming
+        self.convention = original.convention
+        self.notes = []
         self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
         self.known_at_start = dict(self.known)
         self._recorded = iter(list(original.replies))
@@ -222,7 +267,7 @@ class ReplayedCode(StudentCode):
         if record:
             reply, _ = self.exchange(header, blobs, what=what, timeout=None)
             if not reply.get("ok"):
-                raise _raised(what, reply)
+                raise _raised(what, reply, load_hint=self.load_hint)
 
     def settle(self, *, ignore_errors: bool = False) -> None:
         return None
@@ -281,7 +326,12 @@ class StudentObject:
         header = {"op": "method", "ref": self.ref, "method": method, **_encode_args(args, kwargs, blobs)}
         shown = "forward" if method == "__call__" else method
         self.code.log(f"{self.class_name}.{shown}({_show_args(args, kwargs)})")
-        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
+        try:
+            reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
+        except StudentRaised as exc:
+            if is_shape_error(exc):
+                raise _with_shapes(exc, args, kwargs, self.code.convention) from None
+            raise
         return self.code.value(reply["value"], reply_blobs)
 
     def eval(self) -> None:
@@ -302,15 +352,60 @@ class StudentObject:
                                          what=f"reading {self.class_name}.{attr}")
         return self.code.value(reply["value"], blobs) if reply.get("exists") else None
 
-    def parameters(self) -> dict[str, tuple[int, ...] | None]:
-        """Parameter names and shapes (None while a lazy parameter is not initialised)."""
+    def _listing(self) -> list[dict[str, Any]]:
         reply, _ = self.code.request({"op": "params", "ref": self.ref},
                                      what=f"listing {self.class_name}'s parameters")
-        return {str(p["name"]): (tuple(p["shape"]) if p["shape"] is not None else None) for p in reply["params"]}
+        return list(reply["params"])
 
-    def set_parameters(self, params: Mapping[str, np.ndarray]) -> None:
-        blobs = [wire.encode_array(np.asarray(v, dtype=np.float32)) for v in params.values()]
-        for name, value in params.items():
-            self.code.log(f"set {self.class_name}.{name} = {_show(np.asarray(value))}")
-        self.code.post({"op": "set_params", "ref": self.ref, "names": list(params)}, blobs,
-                       what=f"setting {self.class_name}'s parameters {', '.join(params)}")
+    def parameters(self) -> dict[str, tuple[int, ...] | None]:
+        """Parameter names and shapes (None while a lazy parameter is not initialised)."""
+        return {str(p["name"]): (tuple(p["shape"]) if p["shape"] is not None else None) for p in self._listing()}
+
+    def bind(self, shapes: Mapping[str, tuple[int, ...]]) -> Binding:
+        """Where parameters of these shapes (the assignment's names, in its order) go in the student's module, by the
+        question's naming rule (binding.py); the module is asked for its parameters once per call."""
+        found = [Found(str(p["name"]), tuple(p["known"]) if p.get("known") is not None else None)
+                 for p in self._listing()]
+        return bind({name: tuple(shape) for name, shape in shapes.items()}, found, self.code.naming)
+
+    def set_parameters(self, params: Mapping[str, np.ndarray]) -> Binding:
+        """Set the assignment's parameters (name -> value) in the student's module, each where the binding puts it.
+        When the binding cannot be used (it found no way to decide, or a specified name has another shape), nothing is
+        set and the check fails with why: the grader's setup, not the student's code, raised."""
+        binding = self.bind({name: np.shape(value) for name, value in params.items()})
+        if not binding.usable:
+            message = binding.problem(self.class_name)
+            hint = f"{self.class_name}'s parameters have other shapes than the assignment's" if binding.wrong_shape \
+                else _without_shapes(message)
+            raise WrongAnswer(message, hint=hint, setup=True)
+        names = [name for name in params if name in binding.bound]
+        blobs = [wire.encode_array(np.asarray(params[name], dtype=np.float32)) for name in names]
+        for name in names:
+            where = "" if binding.bound[name] == name else f" (as {binding.bound[name]})"
+            self.code.log(f"set {self.class_name}.{name}{where} = {_show(np.asarray(params[name]))}")
+        self.code.post({"op": "set_params", "ref": self.ref, "names": [binding.bound[n] for n in names]}, blobs,
+                       what=f"setting {self.class_name}'s parameters {', '.join(binding.bound[n] for n in names)}")
+        return binding
+
+
+def _without_shapes(message: str) -> str:
+    """A binding's message without the sizes in brackets, which in a hidden check come from its hidden inputs."""
+    return re.sub(r" \([^()]*\d[^()]*\)", "", message)
+
+
+def _with_shapes(exc: StudentRaised, args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                 convention: str) -> StudentRaised:
+    """A shape error, told with the shapes the code was called with and, when the question says, the shapes the
+    assignment passes (code written for another convention fails on them this way)."""
+    shapes = [f"{_shape_of(a)}" for a in args if _shape_of(a)]
+    shapes += [f"{k} {_shape_of(v)}" for k, v in kwargs.items() if _shape_of(v)]
+    told = f". It was called with tensors of shapes {', '.join(shapes)}" if shapes else ""
+    if convention:
+        told += f"; {convention}"
+    message = exc.message + told
+    return StudentRaised(message, exc_type=exc.exc_type, exc_message=exc.exc_message, traceback=exc.traceback)
+
+
+def _shape_of(value: Any) -> str:
+    array = value.value if isinstance(value, Arg) else value
+    return str(tuple(array.shape)) if isinstance(array, np.ndarray) else ""

@@ -2,7 +2,14 @@
 
 Fixed cases come from the seeds (d2l 11.3 and the DS660 answer); random cases draw shapes, values and valid
 lengths from the check's seed, which the results record. Every weight is set by the grader through the
-parameter names the assignment specifies, so the student's initialisation never matters.
+parameter names the assignment specifies (or, for a module that names them otherwise, where the grader's naming rule
+binds them: q2.parameters and q4.parameter_shape then ask for the names), so the student's initialisation never
+matters.
+
+Every random check draws a generic case, so that each known mistake fails it for every student: every size at
+least 2, the sizes that code could confuse distinct (batch, queries and keys; query, key and value sizes and the
+hidden size), some keys masked, and 2-D valid lengths that differ between an example's queries and read differently
+row by row and column by column.
 """
 
 from __future__ import annotations
@@ -14,17 +21,20 @@ from grader.results import HIDDEN
 
 from . import reference_numpy as ref
 
+CONVENTION = ("the assignment's modules take batches: queries (batch, queries, query_size), keys (batch, keys, "
+              "key_size), values (batch, keys, value_size) and valid_lens None, (batch,) or (batch, queries)")
+
 ASSIGNMENT = Assignment(
     name="attention_scoring",
     title="Attention scoring functions (d2l 11.3)",
     questions=[
         Question("q1", "masked_softmax", defines=("masked_softmax",)),
         Question("q2", "AdditiveAttention", defines=("AdditiveAttention",),
-                 graded_with_reference=("masked_softmax",)),
+                 graded_with_reference=("masked_softmax",), convention=CONVENTION),
         Question("q3", "DotProductAttention", defines=("DotProductAttention",),
-                 graded_with_reference=("masked_softmax",)),
+                 graded_with_reference=("masked_softmax",), convention=CONVENTION),
         Question("q4", "BilinearAttention (exercise 2)", defines=("BilinearAttention",),
-                 graded_with_reference=("masked_softmax",)),
+                 graded_with_reference=("masked_softmax",), convention=CONVENTION),
     ],
     written=[
         WrittenQuestion("ex1", "Modify keys in the toy example and visualize attention weights. Do additive "
@@ -40,11 +50,24 @@ check = ASSIGNMENT.check
 
 # ----- inputs ----------------------------------------------------------------------------------------------------
 def valid_lens_for(rng: np.random.Generator, batch: int, queries: int, keys: int, ndim: int) -> np.ndarray | None:
-    """Valid lengths in 1..keys (0 would mask every key: the textbook then averages, -inf gives NaN)."""
+    """Valid lengths in 1..keys (0 would mask every key: the textbook then averages, -inf gives NaN), made generic
+    where the sizes allow: some key masked (else a wrong mask passes); with 2-D lengths, an example whose queries
+    have different lengths (else one length per example passes) and lengths that read differently row by row and
+    column by column (else a transposed layout passes). The adjustments draw nothing, so the stream stays put."""
     if ndim == 0:
         return None
     shape = (batch,) if ndim == 1 else (batch, queries)
-    return rng.integers(1, keys + 1, size=shape)
+    valid = rng.integers(1, keys + 1, size=shape)
+    if keys < 2:
+        return valid
+    if (valid == keys).all():
+        valid.flat[0] = keys - 1
+    if ndim == 2 and queries > 1:
+        if (valid[0] == valid[0, 0]).all():
+            valid[0, 1] = valid[0, 0] % keys + 1
+        if batch > 1 and np.array_equal(valid.reshape(-1), valid.T.reshape(-1)):
+            valid[-1, 0] = valid[-1, 0] % keys + 1
+    return valid
 
 
 def as_arg(valid: np.ndarray | None) -> Arg:
@@ -61,14 +84,20 @@ def toy_inputs(rng: np.random.Generator, query_size: int) -> tuple[np.ndarray, .
 
 # The ranges random checks draw their sizes from ([low, high), as rng.integers). "features" is one size for the
 # queries and the keys, "queries_and_keys" one count for both (self-attention).
-SIZES = {"batch": (2, 5), "queries": (1, 7), "keys": (2, 10), "queries_and_keys": (2, 10), "query_size": (2, 9),
-         "key_size": (2, 9), "features": (2, 9), "value_size": (1, 7), "hiddens": (2, 9)}
+SIZES = {"batch": (2, 5), "queries": (2, 7), "keys": (2, 10), "queries_and_keys": (2, 10), "query_size": (2, 10),
+         "key_size": (2, 10), "features": (2, 10), "value_size": (2, 8), "hiddens": (2, 10)}
+# Sizes code could confuse (a reshape by the wrong one, keys and queries swapped, W_q applied to the keys, no
+# projection at all) run and fail by chance when equal: each group is drawn distinct.
+DISTINCT = (("batch", "queries", "keys", "queries_and_keys"), ("query_size", "key_size", "features", "value_size",
+                                                                "hiddens"))
 
 
 def random_sizes(ctx: CheckContext, *names: str) -> dict[str, int]:
-    """The named sizes, drawn with ctx.sizes (so a failing check can be run again smaller), in the order given;
-    a shared size fills both of the sizes it stands for."""
-    sizes = dict(zip(names, ctx.sizes(**{name: SIZES[name] for name in names})))
+    """The named sizes, drawn with ctx.sizes (so a failing check can be run again smaller), in the order given,
+    each group of DISTINCT pairwise distinct; a shared size fills both of the sizes it stands for."""
+    groups = [tuple(name for name in group if name in names) for group in DISTINCT]
+    sizes = dict(zip(names, ctx.sizes(**{name: SIZES[name] for name in names},
+                                      distinct=[group for group in groups if len(group) > 1])))
     if "features" in sizes:
         sizes["query_size"] = sizes["key_size"] = sizes["features"]
     if "queries_and_keys" in sizes:
@@ -109,7 +138,8 @@ def q1_no_valid_lens(ctx: CheckContext) -> None:
 
 
 def random_masked_softmax(ctx: CheckContext, valid_ndim: int) -> None:
-    batch, queries, keys = ctx.sizes(batch=SIZES["batch"], queries=SIZES["queries"], keys=SIZES["keys"])
+    s = random_sizes(ctx, "batch", "queries", "keys")
+    batch, queries, keys = s["batch"], s["queries"], s["keys"]
     X = ctx.rng.normal(0, 3, (batch, queries, keys))
     expect_masked_softmax(ctx, X, valid_lens_for(ctx.rng, batch, queries, keys, valid_ndim))
 
@@ -131,13 +161,23 @@ def q1_large_scores(ctx: CheckContext) -> None:
 
 
 # ----- q2 AdditiveAttention --------------------------------------------------------------------------------------
+def new_additive(ctx: CheckContext, *, query_size: int, key_size: int, hiddens: int,
+                 dropout: float = 0.1) -> StudentObject:
+    return ctx.student.construct("AdditiveAttention", num_hiddens=hiddens, dropout=dropout,
+                                 optional={"key_size": key_size, "query_size": query_size})
+
+
+def additive_shapes(query_size: int, key_size: int, hiddens: int) -> dict[str, tuple[int, int]]:
+    return {"W_q.weight": (hiddens, query_size), "W_k.weight": (hiddens, key_size), "w_v.weight": (1, hiddens)}
+
+
 def additive(ctx: CheckContext, *, query_size: int, key_size: int, hiddens: int,
              dropout: float = 0.1) -> tuple[StudentObject, dict[str, np.ndarray]]:
-    model = ctx.student.construct("AdditiveAttention", num_hiddens=hiddens, dropout=dropout,
-                                  optional={"key_size": key_size, "query_size": query_size})
-    weights = {"W_q.weight": ctx.rng.normal(0, 1 / np.sqrt(query_size), (hiddens, query_size)),
-               "W_k.weight": ctx.rng.normal(0, 1 / np.sqrt(key_size), (hiddens, key_size)),
-               "w_v.weight": ctx.rng.normal(0, 2 / np.sqrt(hiddens), (1, hiddens))}
+    model = new_additive(ctx, query_size=query_size, key_size=key_size, hiddens=hiddens, dropout=dropout)
+    scales = {"W_q.weight": 1 / np.sqrt(query_size), "W_k.weight": 1 / np.sqrt(key_size),
+              "w_v.weight": 2 / np.sqrt(hiddens)}
+    weights = {name: ctx.rng.normal(0, scales[name], shape)
+               for name, shape in additive_shapes(query_size, key_size, hiddens).items()}
     model.set_parameters(weights)
     return model, weights
 
@@ -181,18 +221,19 @@ def q2_toy_weights(ctx: CheckContext) -> None:
 
 @check("q2", points=4, title="parameters: W_q, W_k and w_v without bias")
 def q2_parameters(ctx: CheckContext) -> None:
-    model, w = additive(ctx, query_size=5, key_size=3, hiddens=4)
-    model.eval()
-    model(Arg.tensor(np.zeros((1, 2, 5))), Arg.tensor(np.zeros((1, 3, 3))), Arg.tensor(np.zeros((1, 3, 2))),
-          Arg(None))
-    found = model.parameters()
-    extra = sorted(set(found) - set(w))
+    """Read from the module as constructed: a lazy layer's output size is known before its first call."""
+    model = new_additive(ctx, query_size=5, key_size=3, hiddens=4)
+    binding = model.bind(additive_shapes(5, 3, 4))
+    ctx.expect(binding.usable, binding.problem("AdditiveAttention"))
+    missing = [name.removesuffix(".weight") for name in binding.missing]
+    ctx.expect(not missing, f"AdditiveAttention has no parameter for {', '.join(missing)} of the additive score "
+                            "w_v^T tanh(W_q q + W_k k)",
+               misconception="q2.no_projections" if {"W_q", "W_k"} <= set(missing) else None)
+    extra = binding.unused
     ctx.expect(not extra, f"AdditiveAttention has parameters the additive score does not use: {', '.join(extra)} "
                           "(create W_q, W_k and w_v with bias=False)",
                misconception="q2.bias_present" if any(name.endswith(".bias") for name in extra) else None)
-    shapes = {name: tuple(value.shape) for name, value in w.items()}
-    ctx.expect(all(found.get(name) == shape for name, shape in shapes.items()),
-               f"AdditiveAttention's parameter shapes are {found}, expected {shapes}")
+    ctx.expect(binding.exact, binding.rename_message("AdditiveAttention"))
 
 
 @check("q2", points=6, visibility=HIDDEN, title="random shapes, query and key sizes differ, 1-D valid_lens")
@@ -241,14 +282,15 @@ def dropout_inputs(ctx: CheckContext, query_size: int, key_size: int) -> tuple[t
 
 @check("q2", points=3, title="eval mode is deterministic (dropout off)")
 def q2_eval_deterministic(ctx: CheckContext) -> None:
-    model, _ = additive(ctx, query_size=4, key_size=3, hiddens=5, dropout=0.5)
+    """The student's own weights: dropout is what is checked, not the score."""
+    model = new_additive(ctx, query_size=4, key_size=3, hiddens=5, dropout=0.5)
     expect_eval_deterministic(ctx, model, "AdditiveAttention", *dropout_inputs(ctx, 4, 3),
                               misconception="q2.dropout_in_eval")
 
 
 @check("q2", points=3, title="dropout acts in training mode")
 def q2_dropout_in_training(ctx: CheckContext) -> None:
-    model, _ = additive(ctx, query_size=4, key_size=3, hiddens=5, dropout=0.5)
+    model = new_additive(ctx, query_size=4, key_size=3, hiddens=5, dropout=0.5)
     expect_dropout(ctx, model, "AdditiveAttention", *dropout_inputs(ctx, 4, 3), misconception="q2.no_dropout")
 
 
@@ -340,10 +382,14 @@ def bilinear_case(ctx: CheckContext, sizes: dict[str, int], valid: np.ndarray | 
 @check("q4", points=4, title="parameter W of shape (query_size, key_size)")
 def q4_parameter_shape(ctx: CheckContext) -> None:
     model = ctx.student.construct("BilinearAttention", query_size=5, key_size=3, dropout=0.1)
-    found = model.parameters()
-    ctx.expect("W" in found, f"BilinearAttention has no parameter named W (it has: {', '.join(found) or 'none'})")
-    ctx.expect(found["W"] == (5, 3), f"BilinearAttention.W has shape {found['W']}, expected (query_size, key_size)"
-                                     " = (5, 3)", misconception="q4.transposed_W" if found["W"] == (3, 5) else None)
+    binding = model.bind({"W": (5, 3)})
+    transposed = [shape for _, shape in binding.wrong_shape.values()] == [(3, 5)]
+    ctx.expect(binding.usable, f"{binding.problem('BilinearAttention')}: W is (query_size, key_size) = (5, 3)",
+               misconception="q4.transposed_W" if transposed else None)
+    found = [f.name for f in binding.found]
+    ctx.expect(not binding.missing, f"BilinearAttention has no parameter W of shape (query_size, key_size) = (5, 3) "
+                                    f"(it has: {', '.join(found) or 'none'})")
+    ctx.expect(binding.exact, binding.rename_message("BilinearAttention"))
 
 
 @check("q4", points=6, title="queries of size 5 against keys of size 3, valid_lens [2, 4]")

@@ -175,6 +175,18 @@ misconception("q2", "bias_present", name="biases in W_q, W_k or w_v",
 """, """        q, k = self.W_q(queries), self.W_k(keys)
 """)])
 
+misconception("q2", "no_projections", name="queries and keys not projected by W_q and W_k",
+              explain="Your additive score adds the queries and keys as they are: a(q, k) = w_v^T tanh(W_q q + W_k k) "
+                      "first maps each to num_hiddens features with W_q and W_k (nn.Linear(query_size, num_hiddens, "
+                      "bias=False) and nn.Linear(key_size, num_hiddens, bias=False)), which also lets their sizes "
+                      "differ.",
+              mutation=[("""        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+""", ""), ("""        q = torch.einsum('bqd,hd->bqh', queries, self.W_q.weight)
+        k = torch.einsum('bkd,hd->bkh', keys, self.W_k.weight)
+""", """        q, k = queries, keys
+""")])
+
 misconception("q2", "dropout_in_eval", name="dropout active in eval mode",
               explain="Your AdditiveAttention drops attention weights even after .eval() (F.dropout(..., "
                       "training=True)), so its output is random: call self.dropout, an nn.Dropout, which is off in "
@@ -222,6 +234,40 @@ def q3_keys_queries_transposed(queries: np.ndarray, keys: np.ndarray, values: np
     """Runs only with as many queries as keys, as the student's code does."""
     scores = dot_scores(keys, queries) / np.sqrt(np.shape(queries)[-1])
     return attend(scores, values, valid_lens)
+
+
+DOT_WEIGHTS = """        scores = torch.einsum('bqd,bkd->bqk', queries, keys) / math.sqrt(d)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+"""
+
+
+def masked_scores(scores: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    return scores if valid_lens is None else np.where(key_mask(scores, valid_lens), scores, ref.MASK_VALUE)
+
+
+@variant("q3", replaces=ref.dot_product_attention, name="softmax over the queries axis",
+         explain="Your DotProductAttention normalises its scores over dim=1, the queries, so each key's weights sum "
+                 "to 1 across the queries: each query's weights must sum to 1 over the keys, a softmax over the last "
+                 "axis (dim=-1), as masked_softmax does.",
+         mutation=[(DOT_WEIGHTS, DOT_WEIGHTS.replace(
+             "masked_softmax(scores, valid_lens)",
+             "F.softmax(scores if valid_lens is None else scores.masked_fill(\n"
+             "            ~_valid_mask(valid_lens, scores.shape[-1]), -1e6), dim=1)"))])
+def q3_softmax_over_queries(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+                            valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    scores = masked_scores(dot_scores(queries, keys) / np.sqrt(np.shape(queries)[-1]), valid_lens)
+    weights = ref.softmax(scores, axis=1)
+    return weights @ np.asarray(values, np.float64), weights
+
+
+@variant("q3", replaces=ref.dot_product_attention, name="valid_lens ignored",
+         explain="Your DotProductAttention takes valid_lens but never uses it, so padded keys get weight too: pass it "
+                 "on, masked_softmax(scores, valid_lens), so that the keys past each valid length get weight 0.",
+         mutation=[(DOT_WEIGHTS, DOT_WEIGHTS.replace("masked_softmax(scores, valid_lens)",
+                                                     "masked_softmax(scores, None)"))])
+def q3_ignores_valid_lens(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+                          valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    return attend(dot_scores(queries, keys) / np.sqrt(np.shape(queries)[-1]), values, None)
 
 
 misconception("q3", "dropout_in_eval", name="dropout active in eval mode",

@@ -1,9 +1,11 @@
 """Graded checks for bahdanau_attention. Points: q1 25, q2 30, q3 25.
 
 The fixed case is the seed's (input_dim 20, hidden_dim 32, one query against 10 keys); random cases draw sizes and
-values from the check's seed. Every weight is set by the grader through the parameter names the assignment gives,
-so the student's initialisation never matters. q2 and q3 run with the reference AdditiveAttention in place of the
-student's, so a mistake in q1 costs points in q1 only.
+values from the check's seed. Every weight is set by the grader through the parameter names the assignment gives
+(or where the naming rule binds them in a module that names them otherwise: q1.parameters and q2.structure then ask
+for the names), so the student's initialisation never matters. Random sizes are drawn generic: at least 2, and the
+input and hidden sizes, and the key and value counts, distinct. q2 and q3 run with the reference AdditiveAttention in
+place of the student's, so a mistake in q1 costs points in q1 only.
 """
 
 from __future__ import annotations
@@ -17,15 +19,18 @@ from grader.results import HIDDEN
 
 from . import reference_numpy as ref
 
+CONVENTION = ("the assignment passes one query, unbatched: query (1, input_dim), key (n, input_dim) and value "
+              "(n, value_dim); code written for batches (batch, n, input_dim) fails this way")
+
 ASSIGNMENT = Assignment(
     name="bahdanau_attention",
     title="Bahdanau additive attention: one query, multi-head, chunked",
     questions=[
-        Question("q1", "AdditiveAttention", defines=("AdditiveAttention",)),
+        Question("q1", "AdditiveAttention", defines=("AdditiveAttention",), convention=CONVENTION),
         Question("q2", "MultiHeadAdditiveAttention", defines=("MultiHeadAdditiveAttention",),
-                 graded_with_reference=("AdditiveAttention",)),
+                 graded_with_reference=("AdditiveAttention",), convention=CONVENTION),
         Question("q3", "chunked_additive_attention", defines=("chunked_additive_attention",),
-                 graded_with_reference=("AdditiveAttention",)),
+                 graded_with_reference=("AdditiveAttention",), convention=CONVENTION),
     ],
     provided="provided.py",
 )
@@ -50,8 +55,9 @@ def layer_parameters(rng: np.random.Generator, input_dim: int, hidden_dim: int,
             f"{prefix}energy_layer.bias": rng.normal(0, 0.5, 1)}
 
 
-def unprefixed(params: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
-    return {name.removeprefix(prefix): value for name, value in params.items() if name.startswith(prefix)}
+def unprefixed(params: dict[str, np.ndarray], prefix: str, *, keep_prefix: bool = False) -> dict[str, np.ndarray]:
+    return {name if keep_prefix else name.removeprefix(prefix): value for name, value in params.items()
+            if name.startswith(prefix)}
 
 
 def additive(ctx: CheckContext, input_dim: int, hidden_dim: int) -> tuple[StudentObject, dict[str, np.ndarray]]:
@@ -114,30 +120,34 @@ def q1_value_dim(ctx: CheckContext) -> None:
     run_additive(ctx, n=5, input_dim=4, hidden_dim=8, value_dim=7)
 
 
+def shapes_of(params: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(value.shape) for name, value in params.items()}
+
+
 @check("q1", points=4, title="parameters: query_layer, key_layer and energy_layer, all with bias")
 def q1_parameters(ctx: CheckContext) -> None:
     model = ctx.student.construct("AdditiveAttention", input_dim=5, hidden_dim=3)
-    found = model.parameters()
-    expected = {name: tuple(value.shape) for name, value in layer_parameters(ctx.rng, 5, 3).items()}
-    missing = sorted(set(expected) - set(found))
+    binding = model.bind(shapes_of(layer_parameters(ctx.rng, 5, 3)))
+    ctx.expect(binding.usable, binding.problem("AdditiveAttention"))
+    missing = list(binding.missing)
     without_bias = None
     if missing == ["energy_layer.bias"]:
         without_bias = "q1.energy_without_bias"
     elif missing and all(name.endswith(".bias") for name in missing):
         without_bias = "q1.layers_without_bias"
-    ctx.expect(not missing, f"AdditiveAttention has no parameter {', '.join(missing)} (every layer of the additive "
-                            "score has a bias: nn.Linear(..., bias=True), the default)", misconception=without_bias)
-    extra = sorted(set(found) - set(expected))
+    ctx.expect(not missing, f"AdditiveAttention has no parameter {', '.join(missing)} (every layer of the "
+                            "additive score has a bias: nn.Linear(..., bias=True), the default)",
+               misconception=without_bias)
+    extra = binding.unused
     ctx.expect(not extra, f"AdditiveAttention has parameters the assignment does not ask for: {', '.join(extra)}")
-    wrong = {name: found[name] for name in expected if found[name] != expected[name]}
-    ctx.expect(not wrong, f"AdditiveAttention's parameter shapes are {wrong}, expected "
-                          f"{ {name: expected[name] for name in wrong} }")
+    ctx.expect(binding.exact, binding.rename_message("AdditiveAttention"))
 
 
 @check("q1", points=5, visibility=HIDDEN, title="random sizes")
 def q1_random(ctx: CheckContext) -> None:
     n, input_dim, hidden_dim, value_dim = ctx.sizes(keys=(2, 30), input_dim=(2, 12), hidden_dim=(2, 16),
-                                                    value_dim=(1, 9))
+                                                    value_dim=(2, 9), distinct=("keys", "input_dim", "hidden_dim",
+                                                                                "value_dim"))
     run_additive(ctx, n=n, input_dim=input_dim, hidden_dim=hidden_dim, value_dim=value_dim)
 
 
@@ -145,31 +155,39 @@ def q1_random(ctx: CheckContext) -> None:
 def run_multi_head(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int, num_heads: int) -> None:
     model = ctx.student.construct("MultiHeadAdditiveAttention", input_dim=input_dim, hidden_dim=hidden_dim,
                                   num_heads=num_heads)
-    heads = [layer_parameters(ctx.rng, input_dim, hidden_dim, f"heads.{i}.") for i in range(num_heads)]
-    width = num_heads * input_dim
-    out = {"out_layer.weight": ctx.rng.normal(0, 1 / np.sqrt(width), (input_dim, width)),
-           "out_layer.bias": ctx.rng.normal(0, 0.5, input_dim)}
-    model.set_parameters({name: value for head in heads for name, value in head.items()} | out)
+    params = multi_head_parameters(ctx.rng, input_dim, hidden_dim, num_heads)
+    model.set_parameters(params)
     query, key, value = inputs(ctx.rng, n, input_dim, input_dim)
     got = model(Arg.tensor(query), Arg.tensor(key), Arg.tensor(value))
-    expected = ref.multi_head_attention(query, key, value,
-                                        [unprefixed(h, f"heads.{i}.") for i, h in enumerate(heads)], out)
+    heads = [unprefixed(params, f"heads.{i}.") for i in range(num_heads)]
+    expected = ref.multi_head_attention(query, key, value, heads, unprefixed(params, "out_layer.", keep_prefix=True))
     expect_pair(ctx, "MultiHeadAdditiveAttention", got, expected, first="output", axes=HEADS_AXES)
+
+
+def multi_head_parameters(rng: np.random.Generator, input_dim: int, hidden_dim: int,
+                          num_heads: int) -> dict[str, np.ndarray]:
+    """The heads' layers and out_layer, keyed by the names the assignment gives."""
+    heads = {name: value for i in range(num_heads)
+             for name, value in layer_parameters(rng, input_dim, hidden_dim, f"heads.{i}.").items()}
+    width = num_heads * input_dim
+    return heads | {"out_layer.weight": rng.normal(0, 1 / np.sqrt(width), (input_dim, width)),
+                    "out_layer.bias": rng.normal(0, 0.5, input_dim)}
 
 
 @check("q2", points=8, title="structure: heads (an nn.ModuleList of AdditiveAttention) and out_layer")
 def q2_structure(ctx: CheckContext) -> None:
     model = ctx.student.construct("MultiHeadAdditiveAttention", input_dim=6, hidden_dim=5, num_heads=3)
-    found = model.parameters()
-    heads = {name for name in found if name.startswith("heads.")}
-    expected_heads = {name for i in range(3) for name in layer_parameters(ctx.rng, 6, 5, f"heads.{i}.")}
-    ctx.expect(heads == expected_heads,
+    binding = model.bind(shapes_of(multi_head_parameters(ctx.rng, 6, 5, 3)))
+    out = binding.wrong_shape.get("out_layer.weight")
+    ctx.expect(not out, f"out_layer should be nn.Linear(num_heads * input_dim, input_dim) = nn.Linear(18, 6), found "
+                        f"weight {out[1] if out else None}",
+               misconception="q2.mean_of_heads" if out and out[1] == (6, 6) else None)
+    ctx.expect(binding.usable, binding.problem("MultiHeadAdditiveAttention"))
+    ctx.expect(not binding.missing and not binding.unused,
                "MultiHeadAdditiveAttention should hold its heads in `self.heads`, an nn.ModuleList of 3 "
-               f"AdditiveAttention(input_dim, hidden_dim); found parameters {sorted(found)}")
-    ctx.expect(found.get("out_layer.weight") == (6, 18) and found.get("out_layer.bias") == (6,),
-               "out_layer should be nn.Linear(num_heads * input_dim, input_dim) = nn.Linear(18, 6), found "
-               f"weight {found.get('out_layer.weight')} and bias {found.get('out_layer.bias')}",
-               misconception="q2.mean_of_heads" if found.get("out_layer.weight") == (6, 6) else None)
+               "AdditiveAttention(input_dim, hidden_dim), and out_layer = nn.Linear(18, 6); found parameters "
+               f"{[f.name for f in binding.found]}")
+    ctx.expect(binding.exact, binding.rename_message("MultiHeadAdditiveAttention"))
 
 
 @check("q2", points=10, title="4 heads, input_dim 8, hidden_dim 16, 5 keys")
@@ -184,8 +202,9 @@ def q2_one_head(ctx: CheckContext) -> None:
 
 @check("q2", points=7, visibility=HIDDEN, title="random sizes")
 def q2_random(ctx: CheckContext) -> None:
-    n, input_dim, hidden_dim, num_heads = ctx.sizes(keys=(1, 20), input_dim=(2, 10), hidden_dim=(2, 12),
-                                                    heads=(2, 6))
+    n, input_dim, hidden_dim, num_heads = ctx.sizes(keys=(2, 20), input_dim=(2, 10), hidden_dim=(2, 12),
+                                                    heads=(2, 6), distinct=("keys", "input_dim", "hidden_dim",
+                                                                            "heads"))
     run_multi_head(ctx, n=n, input_dim=input_dim, hidden_dim=hidden_dim, num_heads=num_heads)
 
 
@@ -239,9 +258,12 @@ def q3_one_big_chunk(ctx: CheckContext) -> None:
 
 @check("q3", points=4, visibility=HIDDEN, title="random sizes and chunk size, large scores")
 def q3_random(ctx: CheckContext) -> None:
-    n, = ctx.sizes(keys=(2, 3000))
-    chunk_size, hidden_dim, input_dim, value_dim = ctx.sizes(chunk_size=(1, n + 1), hidden_dim=(2, 12), input_dim=6,
-                                                             value_dim=5)
+    """Several chunks, the last one shorter: a softmax per chunk, or a lost last chunk, shows on every draw."""
+    chunk_size, = ctx.sizes(chunk_size=(2, 60))
+    full_chunks, rest, hidden_dim, input_dim, value_dim = ctx.sizes(
+        full_chunks=(1, 50), rest=(1, chunk_size), hidden_dim=(2, 12), input_dim=6, value_dim=5,
+        distinct=("input_dim", "value_dim", "hidden_dim"))
+    n = full_chunks * chunk_size + rest
     run_chunked(ctx, n=n, chunk_size=chunk_size, input_dim=input_dim, hidden_dim=hidden_dim, value_dim=value_dim)
 
 

@@ -1,7 +1,10 @@
 """Graded checks for keras_additive_attention. Points: q1 40 (scores and output), q2 45 (masks), q3 15 (dropout).
 
 One class, KerasAdditiveAttention, checked feature by feature: the masks and dropout checks run with
-use_scale=False, so a mistake with the scale costs points in q1 only. The grader sets `scale` when it exists.
+use_scale=False and the key omitted, so a mistake with the scale or the key costs points in q1 only. The grader sets
+`scale` when it exists (or the one vector parameter of its shape, which q1.scale_parameter then asks to rename).
+Random checks draw generic shapes (every size at least 2, batch, Tq, Tv and dim distinct) and masks that mask
+something.
 No mask leaves a query without a key to attend to (Keras then averages in float32, but not in float64).
 """
 
@@ -47,8 +50,11 @@ def tensors(ctx: CheckContext, batch: int, tq: int, tv: int, dim: int) -> tuple[
 
 
 def value_mask_for(ctx: CheckContext, batch: int, tv: int) -> np.ndarray:
-    """Padding at the end of each sequence, key 0 always real (so a causal row 0 keeps a key)."""
+    """Padding at the end of each sequence, key 0 always real (so a causal row 0 keeps a key), and some sequence
+    padded (else a mask ignored passes)."""
     lengths = ctx.rng.integers(1, tv + 1, batch)
+    if tv > 1 and (lengths == tv).all():
+        lengths[0] = tv - 1
     return np.arange(tv)[None, :] < lengths[:, None]
 
 
@@ -87,8 +93,10 @@ def compare(ctx: CheckContext, model: StudentObject, query: np.ndarray, value: n
 
 
 def random_shape(ctx: CheckContext) -> tuple[int, ...]:
-    """batch, Tq, Tv and dim, drawn with ctx.sizes so that a failing check can be run again smaller."""
-    return ctx.sizes(batch=(1, 4), queries=(1, 7), values=(2, 8), dim=(1, 6))
+    """batch, Tq, Tv and dim, drawn with ctx.sizes so that a failing check can be run again smaller; generic: each
+    at least 2 and all distinct (a causal mask built Tq x Tq, or a scale over Tv, then fails on every draw)."""
+    return ctx.sizes(batch=(2, 5), queries=(2, 7), values=(2, 8), dim=(2, 7),
+                     distinct=("batch", "queries", "values", "dim"))
 
 
 # ----- q1 scores and output --------------------------------------------------------------------------------------
@@ -110,8 +118,7 @@ def q1_key_given(ctx: CheckContext) -> None:
 def q1_no_scale(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 3, use_scale=False)
     found = model.parameters()
-    ctx.expect("scale" not in found, f"with use_scale=False, {NAME} should have no `scale` parameter, found "
-                                     f"{sorted(found)}")
+    ctx.expect(not found, f"with use_scale=False, {NAME} should have no parameters (no `scale`), found {sorted(found)}")
     query, value, key = tensors(ctx, 2, 2, 4, 3)
     compare(ctx, model, query, value, key=key, what="(use_scale=False)")
 
@@ -119,9 +126,11 @@ def q1_no_scale(ctx: CheckContext) -> None:
 @check("q1", points=6, title="a parameter `scale` of shape (dim,) with use_scale=True")
 def q1_scale_parameter(ctx: CheckContext) -> None:
     model = ctx.student.construct(NAME, dim=5, use_scale=True)
+    binding = model.bind({"scale": (5,)})
     found = model.parameters()
-    ctx.expect(found == {"scale": (5,)}, f"{NAME}(dim=5) should have exactly one parameter, `scale` of shape (5,); "
-                                         f"found {found}")
+    wanted = f"{NAME}(dim=5) should have exactly one parameter, `scale` of shape (5,); found {found}"
+    ctx.expect(binding.usable and not binding.missing and not binding.unused, wanted)
+    ctx.expect(binding.exact, binding.rename_message(NAME))
 
 
 @check("q1", points=6, title="return_attention_scores=False returns the output tensor alone")
@@ -132,51 +141,52 @@ def q1_return_output_only(ctx: CheckContext) -> None:
     ctx.expect_tensor(f"{NAME}(query, value, key=key)", got, ref.additive_attention(query, value, key, scale=scale)[0])
 
 
-@check("q1", points=6, visibility=HIDDEN, title="random shapes, key given or not")
+@check("q1", points=6, visibility=HIDDEN, title="random shapes, key given")
 def q1_random(ctx: CheckContext) -> None:
+    """The key is always given: the case where code that ignores it fails (q1.key_omitted covers the other)."""
     batch, tq, tv, dim = random_shape(ctx)
     model, scale = layer(ctx, dim)
     query, value, key = tensors(ctx, batch, tq, tv, dim)
-    compare(ctx, model, query, value, key=key if ctx.rng.random() < 0.5 else None, scale=scale)
+    compare(ctx, model, query, value, key=key, scale=scale)
 
 
 # ----- q2 masks --------------------------------------------------------------------------------------------------
 @check("q2", points=9, title="value_mask: padded keys get no weight")
 def q2_value_mask(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 3, use_scale=False)
-    query, value, key = tensors(ctx, 3, 2, 6, 3)
+    query, value, _ = tensors(ctx, 3, 2, 6, 3)
     mask = np.array([[True] * 6, [True] * 4 + [False] * 2, [True] + [False] * 5])
-    compare(ctx, model, query, value, key=key, value_mask=mask, what="with value_mask")
+    compare(ctx, model, query, value, value_mask=mask, what="with value_mask")
 
 
 @check("q2", points=8, title="query_mask: output rows of masked queries are zero")
 def q2_query_mask(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 3, use_scale=False)
-    query, value, key = tensors(ctx, 2, 4, 5, 3)
+    query, value, _ = tensors(ctx, 2, 4, 5, 3)
     mask = np.array([[True, True, False, True], [True, False, False, False]])
-    compare(ctx, model, query, value, key=key, query_mask=mask, what="with query_mask")
+    compare(ctx, model, query, value, query_mask=mask, what="with query_mask")
 
 
 @check("q2", points=7, title="causal, Tq = Tv: query i attends keys 0..i")
 def q2_causal_square(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 4, use_scale=False, causal=True)
-    query, value, key = tensors(ctx, 2, 5, 5, 4)
-    compare(ctx, model, query, value, key=key, causal=True, what="(causal)")
+    query, value, _ = tensors(ctx, 2, 5, 5, 4)
+    compare(ctx, model, query, value, causal=True, what="(causal)")
 
 
 @check("q2", points=7, title="causal with Tq != Tv (4 queries, 6 keys; 5 queries, 3 keys)")
 def q2_causal_rectangular(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 2, use_scale=False, causal=True)
     for tq, tv in ((4, 6), (5, 3)):
-        query, value, key = tensors(ctx, 2, tq, tv, 2)
-        compare(ctx, model, query, value, key=key, causal=True, what=f"(causal, Tq={tq}, Tv={tv})")
+        query, value, _ = tensors(ctx, 2, tq, tv, 2)
+        compare(ctx, model, query, value, causal=True, what=f"(causal, Tq={tq}, Tv={tv})")
 
 
 @check("q2", points=7, title="value_mask and query_mask together")
 def q2_both_masks(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 3, use_scale=False)
-    query, value, key = tensors(ctx, 3, 4, 5, 3)
-    compare(ctx, model, query, value, key=key, value_mask=value_mask_for(ctx, 3, 5),
+    query, value, _ = tensors(ctx, 3, 4, 5, 3)
+    compare(ctx, model, query, value, value_mask=value_mask_for(ctx, 3, 5),
             query_mask=query_mask_for(ctx, 3, 4), what="with both masks")
 
 
@@ -184,8 +194,8 @@ def q2_both_masks(ctx: CheckContext) -> None:
 def q2_random(ctx: CheckContext) -> None:
     batch, tq, tv, dim = random_shape(ctx)
     model, _ = layer(ctx, dim, use_scale=False, causal=True)
-    query, value, key = tensors(ctx, batch, tq, tv, dim)
-    compare(ctx, model, query, value, key=key, value_mask=value_mask_for(ctx, batch, tv),
+    query, value, _ = tensors(ctx, batch, tq, tv, dim)
+    compare(ctx, model, query, value, value_mask=value_mask_for(ctx, batch, tv),
             query_mask=query_mask_for(ctx, batch, tq), causal=True)
 
 
@@ -193,10 +203,10 @@ def q2_random(ctx: CheckContext) -> None:
 @check("q3", points=7, title="dropout=0.5 in eval mode: no dropout, the same result twice")
 def q3_eval_deterministic(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 3, use_scale=False, dropout=0.5)
-    query, value, key = tensors(ctx, 2, 4, 6, 3)
+    query, value, _ = tensors(ctx, 2, 4, 6, 3)
     args = (Arg.tensor(query), Arg.tensor(value))
-    first, second = model(*args, key=Arg.tensor(key)), model(*args, key=Arg.tensor(key))
-    expected = ref.additive_attention(query, value, key)[0]
+    first, second = model(*args), model(*args)
+    expected = ref.additive_attention(query, value)[0]
     if first.is_tensor and second.is_tensor and first.array is not None and second.array is not None \
             and first.shape == second.shape == expected.shape:
         ctx.expect(np.allclose(first.array, expected, rtol=1e-4, atol=1e-5)
@@ -211,10 +221,10 @@ def q3_eval_deterministic(ctx: CheckContext) -> None:
 def q3_training_drops(ctx: CheckContext) -> None:
     model, _ = layer(ctx, 3, use_scale=False, dropout=0.5)
     model.train()
-    query, value, key = tensors(ctx, 4, 5, 8, 3)
-    got = model(Arg.tensor(query), Arg.tensor(value), key=Arg.tensor(key), return_attention_scores=Arg(True))
+    query, value, _ = tensors(ctx, 4, 5, 8, 3)
+    got = model(Arg.tensor(query), Arg.tensor(value), return_attention_scores=Arg(True))
     output, distribution = pair(ctx, got)
-    weights = ref.additive_attention(query, value, key)[1]
+    weights = ref.additive_attention(query, value)[1]
     ctx.expect(distribution.is_tensor and distribution.shape == weights.shape and distribution.array is not None,
                f"in training mode the attention scores should be a tensor of shape {weights.shape}, got "
                f"{distribution.describe()}", hint="the attention scores in training mode are not a tensor")

@@ -99,7 +99,7 @@ def q1_practical(ctx: CheckContext) -> None:
 
 @check("q1", points=5, visibility=HIDDEN, title="random q and X of other sizes (scaled by sqrt(d))")
 def q1_random(ctx: CheckContext) -> None:
-    n, d = ctx.sizes(rows=(2, 9), features=(4, 9))
+    n, d = ctx.sizes(rows=(2, 9), features=(4, 9), distinct=("rows", "features"))
     run_scaled(ctx, ctx.rng.normal(size=d), ctx.rng.normal(size=(n, d)), show=False, tolerance={})
 
 
@@ -129,7 +129,8 @@ def q2_key_size(ctx: CheckContext) -> None:
 
 @check("q2", points=4, visibility=HIDDEN, title="random sizes")
 def q2_random(ctx: CheckContext) -> None:
-    n, d, d_k, d_v = ctx.sizes(rows=(2, 8), features=(2, 6), d_k=(1, 6), d_v=(1, 6))
+    n, d, d_k, d_v = ctx.sizes(rows=(2, 8), features=(2, 6), d_k=(2, 6), d_v=(2, 6),
+                               distinct=("rows", "features", "d_k", "d_v"))
     run_self_attention(ctx, ctx.rng.normal(size=(n, d)), ctx.rng.normal(size=(d, d_k)),
                        ctx.rng.normal(size=(d, d_k)), ctx.rng.normal(size=(d, d_v)), show=False, tolerance={})
 
@@ -150,7 +151,7 @@ def q3_practical(ctx: CheckContext) -> None:
 
 @check("q3", points=5, visibility=HIDDEN, title="three random heads")
 def q3_random(ctx: CheckContext) -> None:
-    n, d, d_k, d_v = ctx.sizes(rows=5, features=4, d_k=(1, 5), d_v=(1, 5))
+    n, d, d_k, d_v = ctx.sizes(rows=5, features=4, d_k=(2, 5), d_v=(2, 5), distinct=("rows", "features", "d_k", "d_v"))
     heads = [tuple(ctx.rng.normal(size=(d, size)) for size in (d_k, d_k, d_v)) for _ in range(3)]
     run_heads(ctx, ctx.rng.normal(size=(n, d)), heads, ctx.rng.normal(size=(3 * d_v, 6)), show=False,
               tolerance={})
@@ -159,13 +160,10 @@ def q3_random(ctx: CheckContext) -> None:
 # ----- q4 DotProdAttention ---------------------------------------------------------------------------------------
 def attention_module(ctx: CheckContext, hidden: int) -> tuple[StudentObject, np.ndarray]:
     """The student's module with W_c set by the grader; a bias, which q4.parameters marks wrong, is set to zero so
-    that it costs points there only."""
+    that it costs points there only (nothing is set where the student's W_c has none)."""
     model = ctx.student.construct("DotProdAttention", hidden_size=hidden)
     W_c = ctx.rng.normal(0, 1 / np.sqrt(2 * hidden), (hidden, 2 * hidden))
-    params = {"W_c.weight": W_c}
-    if "W_c.bias" in model.parameters():
-        params["W_c.bias"] = np.zeros(hidden)
-    model.set_parameters(params)
+    model.set_parameters({"W_c.weight": W_c, "W_c.bias": np.zeros(hidden)})
     return model, W_c
 
 
@@ -184,15 +182,18 @@ def run_attention(ctx: CheckContext, *, batch: int, steps: int, source: int, hid
 
 @check("q4", points=4, title="parameters: W_c, nn.Linear(2 * hidden_size, hidden_size, bias=False)")
 def q4_parameters(ctx: CheckContext) -> None:
-    found = ctx.student.construct("DotProdAttention", hidden_size=6).parameters()
-    ctx.expect("W_c.weight" in found, f"DotProdAttention has no parameter W_c.weight (found {sorted(found)}): "
-                                      "define self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=False)")
-    ctx.expect(found["W_c.weight"] == (6, 12), f"W_c.weight has shape {found['W_c.weight']}; with hidden_size 6 it "
-                                               "should be (6, 12): nn.Linear(2 * hidden_size, hidden_size)")
-    ctx.expect("W_c.bias" not in found, "W_c has a bias; the practical's W_c has none: nn.Linear(2 * hidden_size, "
-                                        "hidden_size, bias=False)")
-    extra = sorted(set(found) - {"W_c.weight"})
+    binding = ctx.student.construct("DotProdAttention", hidden_size=6).bind({"W_c.weight": (6, 12)})
+    found = [f.name for f in binding.found]
+    ctx.expect(binding.usable, f"{binding.problem('DotProdAttention')}: with hidden_size 6, W_c = "
+                               "nn.Linear(2 * hidden_size, hidden_size) has a weight of shape (6, 12)")
+    ctx.expect(not binding.missing, f"DotProdAttention has no parameter W_c.weight (found {found}): define "
+                                    "self.W_c = nn.Linear(2 * hidden_size, hidden_size, bias=False)")
+    bias = f"{binding.bound['W_c.weight'].removesuffix('.weight')}.bias"
+    ctx.expect(bias not in found, "W_c has a bias; the practical's W_c has none: nn.Linear(2 * hidden_size, "
+                                  "hidden_size, bias=False)")
+    extra = binding.unused
     ctx.expect(not extra, f"DotProdAttention has parameters the practical does not ask for: {', '.join(extra)}")
+    ctx.expect(binding.exact, binding.rename_message("DotProdAttention"))
 
 
 @check("q4", points=6, title="a batch of 2, 3 target steps, 4 source positions, no mask (mask=None)")
@@ -212,9 +213,12 @@ def q4_one_step(ctx: CheckContext) -> None:
 
 @check("q4", points=8, visibility=HIDDEN, title="random sizes and padding")
 def q4_random(ctx: CheckContext) -> None:
-    batch, source, steps, hidden = ctx.sizes(batch=(1, 6), source=(1, 10), steps=(1, 8), hidden=(1, 9))
-    run_attention(ctx, batch=batch, steps=steps, source=source, hidden=hidden,
-                  lengths=list(ctx.rng.integers(1, source + 1, size=batch)))
+    batch, source, steps, hidden = ctx.sizes(batch=(2, 6), source=(2, 10), steps=(2, 8), hidden=(2, 9),
+                                             distinct=("batch", "source", "steps", "hidden"))
+    lengths = ctx.rng.integers(1, source + 1, size=batch)
+    if (lengths == source).all():  # some padding, else code that ignores the mask passes
+        lengths[0] = source - 1
+    run_attention(ctx, batch=batch, steps=steps, source=source, hidden=hidden, lengths=list(lengths))
 
 
 def evaluation_strings(rng: np.random.Generator, n: int) -> list[str]:

@@ -224,6 +224,66 @@ def test_a_withheld_name_stays_withheld_beside_the_real_module() -> None:
         assert WITHHELD_MESSAGE.format("masked_softmax") in (units[3].error_message or "")
 
 
+def test_a_faithful_copy_of_the_books_multi_head_attention_runs() -> None:
+    """d2l 11.5 as the book writes it: d2l.Module, d2l.DotProductAttention, methods added with add_to_class, and the
+    book's own shape check; with 11.3's DotProductAttention withheld (an assignment asking for it), it says so."""
+    source = """
+        import math
+        import torch
+        from torch import nn
+        from d2l import torch as d2l
+
+        class MultiHeadAttention(d2l.Module):  #@save
+            \"\"\"Multi-head attention.\"\"\"
+            def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
+                super().__init__()
+                self.num_heads = num_heads
+                self.attention = d2l.DotProductAttention(dropout)
+                self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
+                self.W_k = nn.LazyLinear(num_hiddens, bias=bias)
+                self.W_v = nn.LazyLinear(num_hiddens, bias=bias)
+                self.W_o = nn.LazyLinear(num_hiddens, bias=bias)
+
+            def forward(self, queries, keys, values, valid_lens):
+                queries = self.transpose_qkv(self.W_q(queries))
+                keys = self.transpose_qkv(self.W_k(keys))
+                values = self.transpose_qkv(self.W_v(values))
+                if valid_lens is not None:
+                    valid_lens = torch.repeat_interleave(valid_lens, repeats=self.num_heads, dim=0)
+                output = self.attention(queries, keys, values, valid_lens)
+                output_concat = self.transpose_output(output)
+                return self.W_o(output_concat)
+
+        @d2l.add_to_class(MultiHeadAttention)  #@save
+        def transpose_qkv(self, X):
+            X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)
+            X = X.permute(0, 2, 1, 3)
+            return X.reshape(-1, X.shape[2], X.shape[3])
+
+        @d2l.add_to_class(MultiHeadAttention)  #@save
+        def transpose_output(self, X):
+            X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2])
+            X = X.permute(0, 2, 1, 3)
+            return X.reshape(X.shape[0], X.shape[1], -1)
+
+        num_hiddens, num_heads = 100, 5
+        attention = MultiHeadAttention(num_hiddens, num_heads, 0.5)
+        batch_size, num_queries, num_kvpairs = 2, 4, 6
+        valid_lens = torch.tensor([3, 2])
+        X = torch.ones((batch_size, num_queries, num_hiddens))
+        Y = torch.ones((batch_size, num_kvpairs, num_hiddens))
+        d2l.check_shape(attention(X, Y, Y, valid_lens), (batch_size, num_queries, num_hiddens))
+        print(tuple(attention.attention.attention_weights.shape), type(attention.attention).__name__)
+        d2l.show_heatmaps(attention.attention.attention_weights.reshape((2, 5, 4, 6)), xlabel="Keys", ylabel="Queries")
+    """
+    with loaded(source) as units:
+        assert not errors(units)
+        assert "(10, 4, 6) DotProductAttention" in "".join(u.stdout for u in units)
+    with loaded(source, withheld=("DotProductAttention",)) as units:
+        failed = [u for u in units if u.status != "ok"]
+        assert failed and WITHHELD_MESSAGE.format("DotProductAttention") in (failed[0].error_message or "")
+
+
 def test_the_book_style_submission_loads_without_an_error() -> None:
     withheld = ("masked_softmax", "AdditiveAttention", "DotProductAttention", "BilinearAttention")
     with loaded(BOOK_STYLE.read_text(), withheld=withheld) as units:

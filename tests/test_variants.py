@@ -146,7 +146,8 @@ def swept(assignment: str, tmp_path: Path) -> dict[str, dict[str, frozenset[str]
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_every_known_mistake_fails_the_same_checks_whoever_submits_it(assignment: str, tmp_path: Path) -> None:
     """Each variant, graded under 50 student ids (so 50 draws of every random check), fails the same checks for all;
-    the model solution fails none for any."""
+    the model solution fails none for any. (That each fails some check is the mutation test's, above: q3.unchunked
+    fails only q3.memory, which the sweep leaves out.)"""
     results = swept(assignment, tmp_path)
     assert len(results) == 1 + len(variants_of(assignment))
     differing = {}
@@ -158,5 +159,3 @@ def test_every_known_mistake_fails_the_same_checks_whoever_submits_it(assignment
                                for checks, students in outcomes.items()}
     assert not differing, differing
     assert results["model solution"][SWEPT_STUDENTS[0]] == frozenset()
-    for variant in variants_of(assignment):
-        assert results[variant.id][SWEPT_STUDENTS[0]], f"{variant.id} fails no check"

@@ -11,9 +11,9 @@ one piece:
 
 | question | what you write | points |
 | --- | --- | --- |
-| q1 | `AdditiveAttention` (fixing the write-up's code) | 25 |
-| q2 | `MultiHeadAdditiveAttention` | 30 |
-| q3 | `chunked_additive_attention` (online softmax) | 25 |
+| q1 | `AdditiveAttention` (fixing the write-up's code) | 30 |
+| q2 | `MultiHeadAdditiveAttention` | 40 |
+| q3 | `chunked_additive_attention` (online softmax) | 30 |
 
 ## How this assignment is graded
 
@@ -40,7 +40,7 @@ from torch import nn
 
 
 # %% [markdown]
-# ## q1. `AdditiveAttention` (25 points)
+# ## q1. `AdditiveAttention` (30 points)
 #
 # The write-up this assignment starts from has this class, with a syntax error in `forward` and a `.squeeze()` that
 # breaks when there is a single key (`n = 1`): the scores then become a 0-d tensor.
@@ -97,7 +97,7 @@ if __name__ == "__main__":
 
 
 # %% [markdown]
-# ## q2. `MultiHeadAdditiveAttention` (30 points)
+# ## q2. `MultiHeadAdditiveAttention` (40 points)
 #
 # Several heads, each an `AdditiveAttention` with its own weights, look at the same keys; their weighted sums are
 # concatenated and mixed by a linear layer.
@@ -131,7 +131,7 @@ if __name__ == "__main__":
 
 
 # %% [markdown]
-# ## q3. `chunked_additive_attention` (25 points)
+# ## q3. `chunked_additive_attention` (30 points)
 #
 # For a very long sequence, `key_layer(key)` alone is an `(n, hidden_dim)` tensor: 256 MB for a million keys and
 # `hidden_dim = 64`. Compute the same result chunk by chunk instead, with an **online softmax**: keep the largest score

@@ -51,9 +51,10 @@ check = ASSIGNMENT.check
 # ----- inputs ----------------------------------------------------------------------------------------------------
 def valid_lens_for(rng: np.random.Generator, batch: int, queries: int, keys: int, ndim: int) -> np.ndarray | None:
     """Valid lengths in 1..keys (0 would mask every key: the textbook then averages, -inf gives NaN), made generic
-    where the sizes allow: some key masked (else a wrong mask passes); with 2-D lengths, an example whose queries
-    have different lengths (else one length per example passes) and lengths that read differently row by row and
-    column by column (else a transposed layout passes). The adjustments draw nothing, so the stream stays put."""
+    where the sizes allow: some key masked (else a wrong mask passes) and some query with more than one key to weigh
+    (else every weight is 1 or 0, whatever the scores); with 2-D lengths, an example whose queries have different
+    lengths (else one length per example passes) and lengths that read differently row by row and column by column
+    (else a transposed layout passes). The adjustments draw nothing, so the stream stays put."""
     if ndim == 0:
         return None
     shape = (batch,) if ndim == 1 else (batch, queries)
@@ -62,6 +63,8 @@ def valid_lens_for(rng: np.random.Generator, batch: int, queries: int, keys: int
         return valid
     if (valid == keys).all():
         valid.flat[0] = keys - 1
+    if (valid == 1).all():
+        valid.flat[-1] = keys
     if ndim == 2 and queries > 1:
         if (valid[0] == valid[0, 0]).all():
             valid[0, 1] = valid[0, 0] % keys + 1
@@ -156,7 +159,12 @@ def q1_random_2d(ctx: CheckContext) -> None:
 
 @check("q1", points=4, visibility=HIDDEN, title="large scores (numerical stability)")
 def q1_large_scores(ctx: CheckContext) -> None:
+    """Each row of the first example has its largest score on key 4, the first one its valid length masks, so that a
+    mask applied after the softmax, or one key too late, changes the weights whatever the draw."""
     X = ctx.rng.normal(100, 30, (2, 3, 6))
+    largest = X[0].argmax(axis=-1)
+    rows = np.arange(3)
+    X[0, rows, largest], X[0, rows, 4] = X[0, rows, 4], X[0, rows, largest]
     expect_masked_softmax(ctx, X, np.array([4, 6]))
 
 

@@ -1,4 +1,4 @@
-"""Graded checks for bahdanau_attention. Points: q1 25, q2 30, q3 25.
+"""Graded checks for bahdanau_attention. Points: q1 30, q2 40, q3 30 (100 in all).
 
 The fixed case is the seed's (input_dim 20, hidden_dim 32, one query against 10 keys); random cases draw sizes and
 values from the check's seed. Every weight is set by the grader through the parameter names the assignment gives
@@ -105,17 +105,17 @@ def run_additive(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int, 
 
 
 # ----- q1 AdditiveAttention --------------------------------------------------------------------------------------
-@check("q1", points=7, title="the seed's example: input_dim 20, hidden_dim 32, one query against 10 keys")
+@check("q1", points=8, title="the seed's example: input_dim 20, hidden_dim 32, one query against 10 keys")
 def q1_seed_example(ctx: CheckContext) -> None:
     run_additive(ctx, n=10, input_dim=20, hidden_dim=32, value_dim=20)
 
 
-@check("q1", points=5, title="a single key (n = 1): weights [1.0], and the weighted sum is that key's value")
+@check("q1", points=6, title="a single key (n = 1): weights [1.0], and the weighted sum is that key's value")
 def q1_single_key(ctx: CheckContext) -> None:
     run_additive(ctx, n=1, input_dim=6, hidden_dim=4, value_dim=3)
 
 
-@check("q1", points=4, title="values with another size than the keys (value_dim 7)")
+@check("q1", points=5, title="values with another size than the keys (value_dim 7)")
 def q1_value_dim(ctx: CheckContext) -> None:
     run_additive(ctx, n=5, input_dim=4, hidden_dim=8, value_dim=7)
 
@@ -124,7 +124,7 @@ def shapes_of(params: dict[str, np.ndarray]) -> dict[str, tuple[int, ...]]:
     return {name: tuple(value.shape) for name, value in params.items()}
 
 
-@check("q1", points=4, title="parameters: query_layer, key_layer and energy_layer, all with bias")
+@check("q1", points=5, title="parameters: query_layer, key_layer and energy_layer, all with bias")
 def q1_parameters(ctx: CheckContext) -> None:
     model = ctx.student.construct("AdditiveAttention", input_dim=5, hidden_dim=3)
     binding = model.bind(shapes_of(layer_parameters(ctx.rng, 5, 3)))
@@ -143,7 +143,7 @@ def q1_parameters(ctx: CheckContext) -> None:
     ctx.expect(binding.exact, binding.rename_message("AdditiveAttention"))
 
 
-@check("q1", points=5, visibility=HIDDEN, title="random sizes")
+@check("q1", points=6, visibility=HIDDEN, title="random sizes")
 def q1_random(ctx: CheckContext) -> None:
     n, input_dim, hidden_dim, value_dim = ctx.sizes(keys=(2, 30), input_dim=(2, 12), hidden_dim=(2, 16),
                                                     value_dim=(2, 9), distinct=("keys", "input_dim", "hidden_dim",
@@ -174,7 +174,7 @@ def multi_head_parameters(rng: np.random.Generator, input_dim: int, hidden_dim: 
                     "out_layer.bias": rng.normal(0, 0.5, input_dim)}
 
 
-@check("q2", points=8, title="structure: heads (an nn.ModuleList of AdditiveAttention) and out_layer")
+@check("q2", points=10, title="structure: heads (an nn.ModuleList of AdditiveAttention) and out_layer")
 def q2_structure(ctx: CheckContext) -> None:
     model = ctx.student.construct("MultiHeadAdditiveAttention", input_dim=6, hidden_dim=5, num_heads=3)
     binding = model.bind(shapes_of(multi_head_parameters(ctx.rng, 6, 5, 3)))
@@ -190,17 +190,17 @@ def q2_structure(ctx: CheckContext) -> None:
     ctx.expect(binding.exact, binding.rename_message("MultiHeadAdditiveAttention"))
 
 
-@check("q2", points=10, title="4 heads, input_dim 8, hidden_dim 16, 5 keys")
+@check("q2", points=13, title="4 heads, input_dim 8, hidden_dim 16, 5 keys")
 def q2_four_heads(ctx: CheckContext) -> None:
     run_multi_head(ctx, n=5, input_dim=8, hidden_dim=16, num_heads=4)
 
 
-@check("q2", points=5, title="a single head")
+@check("q2", points=7, title="a single head")
 def q2_one_head(ctx: CheckContext) -> None:
     run_multi_head(ctx, n=4, input_dim=3, hidden_dim=5, num_heads=1)
 
 
-@check("q2", points=7, visibility=HIDDEN, title="random sizes")
+@check("q2", points=10, visibility=HIDDEN, title="random sizes")
 def q2_random(ctx: CheckContext) -> None:
     n, input_dim, hidden_dim, num_heads = ctx.sizes(keys=(2, 20), input_dim=(2, 10), hidden_dim=(2, 12),
                                                     heads=(2, 6), distinct=("keys", "input_dim", "hidden_dim",
@@ -241,22 +241,22 @@ def run_chunked(ctx: CheckContext, *, n: int, chunk_size: int, input_dim: int = 
                    (query, key, value, params, chunk_size))
 
 
-@check("q3", points=8, title="50 keys in chunks of 7 (the last chunk is shorter)")
+@check("q3", points=9, title="50 keys in chunks of 7 (the last chunk is shorter)")
 def q3_uneven_chunks(ctx: CheckContext) -> None:
     run_chunked(ctx, n=50, chunk_size=7)
 
 
-@check("q3", points=3, title="chunks of one key")
+@check("q3", points=4, title="chunks of one key")
 def q3_chunks_of_one(ctx: CheckContext) -> None:
     run_chunked(ctx, n=9, chunk_size=1)
 
 
-@check("q3", points=3, title="one chunk larger than all the keys")
+@check("q3", points=4, title="one chunk larger than all the keys")
 def q3_one_big_chunk(ctx: CheckContext) -> None:
     run_chunked(ctx, n=9, chunk_size=100)
 
 
-@check("q3", points=4, visibility=HIDDEN, title="random sizes and chunk size, large scores")
+@check("q3", points=5, visibility=HIDDEN, title="random sizes and chunk size, large scores")
 def q3_random(ctx: CheckContext) -> None:
     """Several chunks, the last one shorter: a softmax per chunk, or a lost last chunk, shows on every draw."""
     chunk_size, = ctx.sizes(chunk_size=(2, 60))
@@ -267,7 +267,7 @@ def q3_random(ctx: CheckContext) -> None:
     run_chunked(ctx, n=n, chunk_size=chunk_size, input_dim=input_dim, hidden_dim=hidden_dim, value_dim=value_dim)
 
 
-@check("q3", points=7, title="a million keys under torch.no_grad() within a memory budget (no (n, hidden_dim) tensor)")
+@check("q3", points=8, title="a million keys under torch.no_grad() within a memory budget (no (n, hidden_dim) tensor)")
 def q3_memory(ctx: CheckContext) -> None:
     """Last in q3: its memory limit stays for the rest of the question."""
     attention, params = additive(ctx, MEMORY_INPUT_DIM, MEMORY_HIDDEN_DIM)

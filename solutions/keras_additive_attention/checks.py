@@ -49,12 +49,14 @@ def tensors(ctx: CheckContext, batch: int, tq: int, tv: int, dim: int) -> tuple[
             ctx.rng.normal(0, 1.5, (batch, tv, dim)))
 
 
-def value_mask_for(ctx: CheckContext, batch: int, tv: int) -> np.ndarray:
-    """Padding at the end of each sequence, key 0 always real (so a causal row 0 keeps a key), and some sequence
-    padded (else a mask ignored passes)."""
+def value_mask_for(ctx: CheckContext, batch: int, tv: int, *, causal_queries: int | None = None) -> np.ndarray:
+    """Padding at the end of each sequence, key 0 always real (so a causal row 0 keeps a key), and some padded key
+    that a query attends (else a mask ignored passes): with a causal mask over ``causal_queries`` queries, query i
+    attends keys 0..i, so some sequence is padded before key min(Tq, Tv) - 1."""
     lengths = ctx.rng.integers(1, tv + 1, batch)
-    if tv > 1 and (lengths == tv).all():
-        lengths[0] = tv - 1
+    attended = tv if causal_queries is None else min(tv, causal_queries)
+    if attended > 1 and (lengths >= attended).all():
+        lengths[0] = attended - 1
     return np.arange(tv)[None, :] < lengths[:, None]
 
 
@@ -195,7 +197,7 @@ def q2_random(ctx: CheckContext) -> None:
     batch, tq, tv, dim = random_shape(ctx)
     model, _ = layer(ctx, dim, use_scale=False, causal=True)
     query, value, _ = tensors(ctx, batch, tq, tv, dim)
-    compare(ctx, model, query, value, value_mask=value_mask_for(ctx, batch, tv),
+    compare(ctx, model, query, value, value_mask=value_mask_for(ctx, batch, tv, causal_queries=tq),
             query_mask=query_mask_for(ctx, batch, tq), causal=True)
 
 

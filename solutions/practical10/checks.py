@@ -65,6 +65,9 @@ POSITIONS = ("Keys (positions)", "Queries (positions)")
 ALPHABET, EOS, FIRST_LETTER = "abcd", 2, 3
 MIN_LENGTH, MAX_LENGTH = 6, 14
 EVALUATION_STRINGS = 300
+# The strings the trained model is scored on, the same for everyone (drawn from this seed, not the student's): an
+# exact-match rate near the pass mark would otherwise pass for some students and fail for others with the same code.
+EVALUATION_SEED = 20241
 TRAINING_SECONDS = 120.0  # the reference trains in about 6 s on one core
 # Measured with `python -m solutions.practical10.measure_training` (500 validation strings, 5 epochs, seed 10):
 REFERENCE_EXACT, BASELINE_EXACT = 0.994, 0.534
@@ -254,7 +257,7 @@ def anti_diagonal(weights: np.ndarray, strings: list[str]) -> tuple[float, float
 @check("q4", points=20, title="training: the reversal model with your attention, trained by the harness (fixed seed)")
 def q4_training(ctx: CheckContext) -> None:
     ctx.student.construct("DotProdAttention", hidden_size=4)  # a clear message first when the class is missing
-    strings = evaluation_strings(ctx.rng, EVALUATION_STRINGS)
+    strings = evaluation_strings(np.random.default_rng(EVALUATION_SEED), EVALUATION_STRINGS)
     longest = max(map(len, strings))
     harness = ctx.student.function("grade_reversal").with_time_limit(TRAINING_SECONDS)
     try:

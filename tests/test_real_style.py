@@ -1,0 +1,180 @@
+"""Submissions in the styles students really write (tests/submissions/real_style/), each with the grade it must get:
+other names for layers and arguments, the book's own idioms, other conventions, other frameworks, and real mistakes
+that must cost the same points whoever hands them in."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from grader.pipeline import ClassRun, grade_class
+from grader.results import SubmissionResult
+
+from .conftest import ROOT
+from .sample_classes import by_student, student_reads
+
+pytestmark = pytest.mark.slow
+
+CORPUS = ROOT / "tests" / "submissions" / "real_style"
+
+# submission -> the score of each question it must get.
+EXPECTED = {
+    "attention_scoring": {
+        "capital_w_v": {"q1": 25, "q2": 26, "q3": 25, "q4": 20},
+        "lowercase_w_qk": {"q1": 25, "q2": 26, "q3": 25, "q4": 20},
+        "descriptive_names": {"q1": 25, "q2": 26, "q3": 25, "q4": 16},
+        "d_hid_signature": {"q1": 25, "q2": 30, "q3": 25, "q4": 20},
+        "d2l_module_style": {"q1": 25, "q2": 30, "q3": 25, "q4": 20},
+        "wrong_2d_branch": {"q1": 16, "q2": 30, "q3": 25, "q4": 20},
+        "dot_softmax_dim1": {"q1": 25, "q2": 30, "q3": 5, "q4": 20},
+        "dot_ignores_valid_lens": {"q1": 25, "q2": 30, "q3": 8, "q4": 20},
+        "additive_no_projections": {"q1": 25, "q2": 0, "q3": 25, "q4": 20},
+        "no_tanh_squeezed": {"q1": 25, "q2": 10, "q3": 25, "q4": 20},
+        "tensorflow_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
+        "mxnet_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
+    },
+    "bahdanau_attention": {
+        "w1_w2_v_names": {"q1": 25, "q2": 40, "q3": 0},
+        "renamed_arguments": {"q1": 30, "q2": 0, "q3": 0},
+        "batched_convention": {"q1": 5, "q2": 0, "q3": 0},
+        "softmax_dim1": {"q1": 11, "q2": 40, "q3": 0},
+    },
+    "keras_additive_attention": {
+        "renamed_arguments": {"q1": 40, "q2": 45, "q3": 15},
+        "scale_weight_name": {"q1": 34, "q2": 45, "q3": 15},
+        "ignores_key": {"q1": 14, "q2": 45, "q3": 15},
+    },
+    "practical10": {
+        "attn_combine": {"q1": 15, "q2": 20, "q3": 15, "q4": 46},
+        "q1_only_scaled_by_d": {"q1": 15, "q2": 0, "q3": 15, "q4": 0},
+    },
+}
+# One wrong file per assignment whose mistake shows on random checks: graded under 20 student ids.
+SAME_FOR_EVERYONE = {"attention_scoring": "wrong_2d_branch", "bahdanau_attention": "softmax_dim1",
+                     "keras_additive_attention": "ignores_key", "practical10": "q1_only_scaled_by_d"}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, SubmissionResult]]:
+    runs: dict[str, ClassRun] = {}
+
+    def graded(assignment: str) -> dict[str, SubmissionResult]:
+        if assignment not in runs:
+            runs[assignment] = grade_class(assignment=assignment, submissions_dir=CORPUS / assignment,
+                                           out_dir=tmp_path_factory.mktemp(assignment) / "out", jobs=2)
+        return by_student(runs[assignment])
+
+    return graded
+
+
+def scores(result: SubmissionResult) -> dict[str, float]:
+    return {q.id: q.score for q in result.questions}
+
+
+def notes(result: SubmissionResult, question: str) -> str:
+    return " ".join(next(q.notes for q in result.questions if q.id == question))
+
+
+def check(result: SubmissionResult, check_id: str) -> object:
+    return next(c for c in result.checks if c.check_id == check_id)
+
+
+@pytest.mark.parametrize(("assignment", "student"), [(a, s) for a, files in EXPECTED.items() for s in files])
+def test_each_real_style_submission_gets_its_grade(corpus: Callable[[str], dict[str, SubmissionResult]],
+                                                   assignment: str, student: str) -> None:
+    result = corpus(assignment)[student]
+    assert result.status == "graded", result.reason
+    assert scores(result) == EXPECTED[assignment][student], [(c.check_id, c.message) for c in result.checks
+                                                              if not c.passed]
+
+
+def readme_sections() -> dict[str, str]:
+    text = (CORPUS / "README.md").read_text()
+    return {part.split("\n", 1)[0].strip("` "): part for part in text.split("\n## ")[1:]}
+
+
+def test_the_folder_holds_exactly_the_expected_submissions_each_in_the_readme_with_its_grade() -> None:
+    sections = readme_sections()
+    for assignment, files in EXPECTED.items():
+        assert {p.name for p in (CORPUS / assignment).iterdir()} == {f"{s}.py" for s in files}, assignment
+        for student, expected in files.items():
+            assert f"| `{student}.py` | {sum(expected.values()):g} |" in sections[assignment], student
+
+
+def test_renamed_layers_cost_only_the_parameters_check_which_names_them(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    scoring = corpus("attention_scoring")
+    assert student_reads(scoring["capital_w_v"], "q2.parameters") == (
+        "AdditiveAttention's parameters are not named as the assignment specifies: found `W_v` (1 x 4) used as "
+        "`w_v`: rename it `w_v`")
+    assert "found `w_q` (4 x 5) used as `W_q` and `w_k` (4 x 3) used as `W_k`: rename them `W_q` and `W_k`" in \
+        student_reads(scoring["lowercase_w_qk"], "q2.parameters")
+    assert "found `query_proj` (4 x 5) used as `W_q`, `key_proj` (4 x 3) used as `W_k` and `score_proj` (1 x 4) " \
+           "used as `w_v`" in student_reads(scoring["descriptive_names"], "q2.parameters")
+    assert "found `interaction` (5 x 3) used as `W`" in student_reads(scoring["descriptive_names"],
+                                                                     "q4.parameter_shape")
+    assert "found `W1` (3 x 5) used as `query_layer`, `W2` (3 x 5) used as `key_layer` and `V` (1 x 3) used as " \
+           "`energy_layer`" in student_reads(corpus("bahdanau_attention")["w1_w2_v_names"], "q1.parameters")
+    assert "found `scale_weight` (5) used as `scale`" in \
+        student_reads(corpus("keras_additive_attention")["scale_weight_name"], "q1.scale_parameter")
+    assert "found `attn_combine` (6 x 12) used as `W_c`" in \
+        student_reads(corpus("practical10")["attn_combine"], "q4.parameters")
+
+
+def test_arguments_named_otherwise_are_passed_in_order_and_the_report_says_so(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    renamed = corpus("attention_scoring")["d_hid_signature"]
+    assert "AdditiveAttention's constructor names its arguments differently from the assignment, so the grader " \
+           "passed them in the assignment's order: num_hiddens as `d_hid`." in notes(renamed, "q2")
+    assert "query_size as `d_q`, key_size as `d_k`" in notes(renamed, "q4")
+    assert "dim as `units`, dropout as `dropout_rate`" in \
+        notes(corpus("keras_additive_attention")["renamed_arguments"], "q1")
+    assert "input_dim as `in_features`, hidden_dim as `hidden_size`" in \
+        notes(corpus("bahdanau_attention")["renamed_arguments"], "q1")
+
+
+def test_other_conventions_and_frameworks_say_so(corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    batched = corpus("bahdanau_attention")["batched_convention"]
+    message = student_reads(batched, "q1.seed_example")
+    assert message.startswith("AdditiveAttention.forward raised IndexError: Dimension out of range")
+    assert "It was called with tensors of shapes (1, 20), (10, 20), (10, 20); the assignment passes one query, " \
+           "unbatched" in message
+    for student, framework in (("tensorflow_port", "TensorFlow"), ("mxnet_port", "MXNet")):
+        result = corpus("attention_scoring")[student]
+        said = f"could not import {framework}: this assignment is graded in PyTorch, and code written for " \
+               f"{framework} cannot run in the grader"
+        assert said in student_reads(result, "q1.textbook_1d")
+        assert said in student_reads(result, "q2.toy_example")
+        # Said once per question, not on each of its checks.
+        assert notes(result, "q2").count(said) == 1
+
+
+def test_real_mistakes_are_named(corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    scoring = corpus("attention_scoring")
+
+    def named(student: str) -> set[str]:
+        return {c.diagnosis.variant for c in scoring[student].checks if c.diagnosis is not None}
+
+    assert named("dot_softmax_dim1") == {"q3.softmax_over_queries"}
+    assert named("dot_ignores_valid_lens") == {"q3.ignores_valid_lens"}
+    assert named("additive_no_projections") == {"q2.no_projections"}
+    assert named("no_tanh_squeezed") == {"q2.no_tanh"}  # behind the shape error its squeeze() causes on one query
+    assert {c.diagnosis.variant for c in corpus("bahdanau_attention")["softmax_dim1"].checks
+            if c.diagnosis is not None} == {"q1.softmax_size_one_axis"}
+
+
+@pytest.mark.parametrize("assignment", SAME_FOR_EVERYONE)
+def test_the_same_wrong_file_gets_one_grade_whoever_submits_it(assignment: str, tmp_path: Path) -> None:
+    source = CORPUS / assignment / f"{SAME_FOR_EVERYONE[assignment]}.py"
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for number in range(20):
+        shutil.copy(source, folder / f"student{number:02d}.py")
+    results = grade_class(assignment=assignment, submissions_dir=folder, out_dir=tmp_path / "out", jobs=2).results
+    assert len(results) == 20
+    assert len({r.score for r in results}) == 1
+    assert len({frozenset(c.check_id for c in r.checks if not c.passed) for r in results}) == 1
+    assert 0 < results[0].score < results[0].max_score

@@ -90,6 +90,11 @@ def print_summary(check: SelfCheck, *, source: str, stream: TextIO = sys.stdout,
                        else out.paint(f"{passed} of {total} public checks passed", "red"))
             out.line(f"{f'{question.id}  {question.title}':<{width}}  {question.score:>5g} / {question.max_score:<4g}"
                      f"  {verdict}")
+            # What the checks point to (a problem they share, said once) and how the grader adapted to the code (a
+            # renaming); not the standing note on grading with the reference.
+            for note in question.notes:
+                if not note.startswith("Graded with the reference"):
+                    out.block(out.paint(note, "red" if note.startswith("Not graded") else "dim"), 4)
             _failed_lines(out, [c for c in question.checks if c.status != PASSED])
         for qid, title in check.unchecked:
             out.line(f"{f'{qid}  {title}':<{width}}  {out.paint('no public check', 'dim')}")

@@ -14,6 +14,11 @@ GRADED, INVALID, SUBMISSION_TIMEOUT, SUBMISSION_CRASHED = "graded", "invalid", "
 
 PUBLIC, HIDDEN = "public", "hidden"
 
+# A problem every check of a question shares (a name not defined, weights with nowhere to go) is said once, as a note of
+# the question starting with SHARED_PROBLEM_NOTE, and each of those checks' message is SHARED_PROBLEM.
+SHARED_PROBLEM = "not graded: the problem in the note above"
+SHARED_PROBLEM_NOTE = "Not graded: "
+
 
 Rows = tuple[tuple[float, ...], ...]
 
@@ -113,6 +118,13 @@ class QuestionResult:
     @property
     def score(self) -> float:
         return sum(c.score for c in self.checks)
+
+    def said(self, check: CheckResult) -> str:
+        """A check's message as the student reads it: a problem its question's checks share comes from the note."""
+        if check.message != SHARED_PROBLEM:
+            return check.message
+        return next((n.removeprefix(SHARED_PROBLEM_NOTE) for n in self.notes if n.startswith(SHARED_PROBLEM_NOTE)),
+                    check.message)
 
     @property
     def max_score(self) -> float:

@@ -36,10 +36,6 @@ def assert_readme_lists_every_sample(folder: Path) -> None:
 
 
 def student_reads(result: SubmissionResult, check_id: str) -> str:
-    """A check's message as the student reads it: a problem every check of its question shares is said once, in the
-    question's note, to which the check points."""
+    """A check's message as the student reads it (a problem its question's checks share is said in the note)."""
     check = next(c for c in result.checks if c.check_id == check_id)
-    if check.message != "not graded: the problem in the note above":
-        return check.message
-    notes = next(q.notes for q in result.questions if q.id == check.question)
-    return next(n.removeprefix("Not graded: ") for n in notes if n.startswith("Not graded: "))
+    return next(q for q in result.questions if q.id == check.question).said(check)

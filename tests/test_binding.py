@@ -15,6 +15,7 @@ from grader.discover import Submission
 from grader.execute.arguments import Parameter, plan_call
 from grader.execute.binding import EXACT, RENAMED, STRUCTURE, Found, Naming, bind
 from grader.pipeline import grade_submission
+from grader.record.gradescope import gradescope_results
 from grader.results import SubmissionResult
 
 from .conftest import ROOT, write
@@ -154,6 +155,9 @@ def test_weights_with_nowhere_to_go_cost_the_checks_that_need_them_once_and_no_o
                            "`layer2` and `layer3` all fit")
     (note,) = [n for n in next(q.notes for q in result.questions if q.id == "q2") if n.startswith("Not graded")]
     assert note == f"Not graded: {said}"
+    # Gradescope shows no question notes: there each check says it.
+    outputs = {t["extra_data"]["check_id"]: t["output"] for t in gradescope_results(result)["tests"]}
+    assert all(outputs[c].startswith(said) for c in ("q2.toy_example", "q2.toy_weights", "q2.random_1d"))
 
 
 @pytest.mark.slow

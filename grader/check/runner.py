@@ -39,6 +39,8 @@ from grader.results import (
     NOT_RUN,
     PASSED,
     PUBLIC,
+    SHARED_PROBLEM,
+    SHARED_PROBLEM_NOTE,
     TIMEOUT,
     CheckResult,
     Diagnosis,
@@ -83,6 +85,11 @@ def _other_framework(unit: LoadedUnit) -> str:
         return ""
     module = re.search(r"No module named '([\w.]+)'", unit.error_message or "")
     return OTHER_FRAMEWORKS.get(module.group(1).split(".")[0], "") if module else ""
+
+
+def _without_sizes(message: str) -> str:
+    """A message without its bracketed parts that hold numbers (sizes, a call's arguments, where it raised)."""
+    return re.sub(r" ?\([^()]*\d[^()]*\)", "", message)
 
 
 def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
@@ -188,27 +195,22 @@ class SubmissionRunner:
 
     def _say_setup_once(self, checks: list[CheckResult]) -> tuple[list[CheckResult], list[str]]:
         """Checks that failed on the same setup problem (a name not defined, weights with nowhere to go): the problem
-        said once, as the question's note, and each of those checks pointing to it."""
-        failures = [(c, self._setup_failures[c.check_id]) for c in checks if c.check_id in self._setup_failures]
-        counts: dict[str, int] = {}
-        for _, (message, _) in failures:
-            counts[message] = counts.get(message, 0) + 1
-        repeated = [m for m, n in counts.items() if n > 1]
-        if not repeated:
-            return checks, []
-        notes, changed = [], []
+        said once, as the question's note, and each of those checks pointing to it. The same problem is told with
+        each check's own sizes and calls, so it is recognised without them; the note is a public check's message
+        (a hidden check's would tell its inputs), or the hint when only hidden checks share it."""
+        groups: dict[str, list[CheckResult]] = {}
         for check in checks:
-            message, hint = self._setup_failures.get(check.check_id, ("", ""))
-            if message not in repeated:
-                changed.append(check)
+            if check.check_id in self._setup_failures:
+                groups.setdefault(_without_sizes(self._setup_failures[check.check_id][0]), []).append(check)
+        notes, pointed = [], {}
+        for group in groups.values():
+            if len(group) < 2:
                 continue
-            # A hidden check's message has no inputs: what the note says for it is its hint.
-            public = [c for c, (m, _) in failures if m == message and c.visibility == PUBLIC]
-            note = f"Not graded: {message if public else hint}."
-            if note not in notes:
-                notes.append(note)
-            pointer = "not graded: the problem in the note above"
-            changed.append(dataclasses.replace(check, message=pointer))
+            public = [c for c in group if c.visibility == PUBLIC]
+            message, hint = self._setup_failures[(public or group)[0].check_id]
+            notes.append(f"{SHARED_PROBLEM_NOTE}{(message if public else hint).rstrip('.')}.")
+            pointed.update(dict.fromkeys(c.check_id for c in group))
+        changed = [dataclasses.replace(c, message=SHARED_PROBLEM) if c.check_id in pointed else c for c in checks]
         return changed, notes
 
     def _owners(self, question: Question) -> list[str]:

@@ -15,8 +15,10 @@ def _points(value: float) -> float | int:
 
 def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
     tests = []
+    question_of = {c.check_id: q for q in result.questions for c in q.checks}
     for check in result.checks:
-        lines: tuple[str, ...] = (check.message,)
+        # Gradescope shows no question notes: a problem the question's checks share is said in each of them.
+        lines: tuple[str, ...] = (question_of[check.check_id].said(check),)
         if check.diagnosis is not None:  # as the student's page words it, hidden checks too: it names no input
             lines += (f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}",)
         lines += check.notes

@@ -29,7 +29,7 @@ from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, Student
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
-from grader.execute.student import ReplayedCode, ReplayExhausted, StudentCode
+from grader.execute.student import ReplayedCode, ReplayExhausted, StudentCode, without_sizes
 from grader.execute.workers import Worker
 from grader.results import (
     CRASHED,
@@ -85,11 +85,6 @@ def _other_framework(unit: LoadedUnit) -> str:
         return ""
     module = re.search(r"No module named '([\w.]+)'", unit.error_message or "")
     return OTHER_FRAMEWORKS.get(module.group(1).split(".")[0], "") if module else ""
-
-
-def _without_sizes(message: str) -> str:
-    """A message without its bracketed parts that hold numbers (sizes, a call's arguments, where it raised)."""
-    return re.sub(r" ?\([^()]*\d[^()]*\)", "", message)
 
 
 def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
@@ -201,15 +196,16 @@ class SubmissionRunner:
         groups: dict[str, list[CheckResult]] = {}
         for check in checks:
             if check.check_id in self._setup_failures:
-                groups.setdefault(_without_sizes(self._setup_failures[check.check_id][0]), []).append(check)
-        notes, pointed = [], {}
+                groups.setdefault(without_sizes(self._setup_failures[check.check_id][0]), []).append(check)
+        notes: list[str] = []
+        pointed: set[str] = set()
         for group in groups.values():
             if len(group) < 2:
                 continue
             public = [c for c in group if c.visibility == PUBLIC]
             message, hint = self._setup_failures[(public or group)[0].check_id]
             notes.append(f"{SHARED_PROBLEM_NOTE}{(message if public else hint).rstrip('.')}.")
-            pointed.update(dict.fromkeys(c.check_id for c in group))
+            pointed.update(c.check_id for c in group)
         changed = [dataclasses.replace(c, message=SHARED_PROBLEM) if c.check_id in pointed else c for c in checks]
         return changed, notes
 

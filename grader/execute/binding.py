@@ -53,17 +53,6 @@ class Found:
     name: str
     shape: Shape | None  # None: a lazy parameter of unknown shape
 
-    @property
-    def unit(self) -> str:
-        """The layer a weight or bias belongs to ("query_proj"), or the bare parameter's own name."""
-        owner, _, leaf = self.name.rpartition(".")
-        return owner if leaf in LAYER_LEAVES and owner else self.name
-
-    @property
-    def leaf(self) -> str:
-        owner, _, leaf = self.name.rpartition(".")
-        return leaf if leaf in LAYER_LEAVES and owner else ""
-
 
 @dataclass(frozen=True)
 class Binding:
@@ -135,6 +124,7 @@ class Binding:
 
 
 def _unit_of(name: str) -> str:
+    """The layer a weight or bias belongs to ("query_proj"), or a bare parameter's own name."""
     owner, _, leaf = name.rpartition(".")
     return owner if leaf in LAYER_LEAVES and owner else name
 
@@ -229,7 +219,6 @@ def _finish(shapes: Mapping[str, Shape], found: Sequence[Found], bound: dict[str
 class _Unit:
     name: str  # the layer ("W_q") or the bare parameter ("W")
     params: dict[str, Shape | None]  # leaf ("weight", "bias", or "" for a bare parameter) -> shape
-    index: int  # declaration order
 
     @property
     def is_layer(self) -> bool:
@@ -239,14 +228,12 @@ class _Unit:
         if spec.is_layer != self.is_layer:
             return False
         key = "weight" if spec.is_layer else ""
-        wanted = spec.params[key]
-        if wanted is None or not fits(self.params.get(key), wanted):
+        if not fits(self.params[key], spec.params[key] or ()):
             return False
         # A bias both have must fit too; one only the student has (or only the reference) is a mistake the values
         # show, not a reason to look elsewhere.
-        if "bias" in spec.params and "bias" in self.params:
-            return fits(self.params["bias"], spec.params["bias"] or ())
-        return True
+        return "bias" not in spec.params or "bias" not in self.params \
+            or fits(self.params["bias"], spec.params["bias"] or ())
 
 
 def _units(names: Sequence[tuple[str, Shape | None]]) -> list[_Unit]:
@@ -254,7 +241,7 @@ def _units(names: Sequence[tuple[str, Shape | None]]) -> list[_Unit]:
     for name, shape in names:
         unit, leaf = _unit_of(name), name.rpartition(".")[2]
         leaf = leaf if unit != name else ""
-        units.setdefault(unit, _Unit(unit, {}, len(units))).params[leaf] = shape
+        units.setdefault(unit, _Unit(unit, {})).params[leaf] = shape
     return list(units.values())
 
 

@@ -25,7 +25,6 @@ class NameInfo:
     callable: bool = False
     is_class: bool = False
     is_module: bool = False
-    params: tuple[str, ...] | None = None
     signature: tuple[Parameter, ...] | None = None  # a class's constructor, or a function's parameters, in order
 
 
@@ -88,7 +87,7 @@ _SHAPE_ERROR = re.compile(r"size of tensor|must match the size|shape|dimension|D
                           r"cannot be multiplied|broadcast", re.IGNORECASE)
 
 
-def is_shape_error(exc: StudentRaised) -> bool:
+def _is_shape_error(exc: StudentRaised) -> bool:
     return exc.exc_type in ("RuntimeError", "IndexError", "ValueError") and bool(_SHAPE_ERROR.search(exc.exc_message))
 
 
@@ -173,10 +172,9 @@ class StudentCode:
         reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
         if not reply.get("exists"):
             return NameInfo(False)
-        params, signature = reply.get("params"), reply.get("signature")
+        signature = reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
-                        bool(reply.get("is_module")), tuple(str(p) for p in params) if params is not None else None,
-                        tuple(Parameter(str(n), str(k), bool(d)) for n, k, d in signature)
+                        bool(reply.get("is_module")), tuple(Parameter(str(n), str(k), bool(d)) for n, k, d in signature)
                         if isinstance(signature, list) else None)
         self.known[name] = info
         return info
@@ -329,7 +327,7 @@ class StudentObject:
         try:
             reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
         except StudentRaised as exc:
-            if is_shape_error(exc):
+            if _is_shape_error(exc):
                 raise _with_shapes(exc, args, kwargs, self.code.convention) from None
             raise
         return self.code.value(reply["value"], reply_blobs)
@@ -376,7 +374,7 @@ class StudentObject:
         if not binding.usable:
             message = binding.problem(self.class_name)
             hint = f"{self.class_name}'s parameters have other shapes than the assignment's" if binding.wrong_shape \
-                else _without_shapes(message)
+                else without_sizes(message)
             raise WrongAnswer(message, hint=hint, setup=True)
         names = [name for name in params if name in binding.bound]
         blobs = [wire.encode_array(np.asarray(params[name], dtype=np.float32)) for name in names]
@@ -388,9 +386,10 @@ class StudentObject:
         return binding
 
 
-def _without_shapes(message: str) -> str:
-    """A binding's message without the sizes in brackets, which in a hidden check come from its hidden inputs."""
-    return re.sub(r" \([^()]*\d[^()]*\)", "", message)
+def without_sizes(message: str) -> str:
+    """A message without its bracketed parts that hold numbers (sizes, a call's arguments, where it raised): what a
+    hidden check may say of it, and what the same problem told by several checks has in common."""
+    return re.sub(r" ?\([^()]*\d[^()]*\)", "", message)
 
 
 def _with_shapes(exc: StudentRaised, args: tuple[Any, ...], kwargs: Mapping[str, Any],

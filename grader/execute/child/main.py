@@ -23,7 +23,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import contextlib  # noqa: E402
-import functools  # noqa: E402
 import gc  # noqa: E402
 import inspect  # noqa: E402
 import io  # noqa: E402
@@ -312,12 +311,11 @@ class Runner:
                                 "is_class": isinstance(obj, type)}
         if isinstance(obj, type):
             info["is_module"] = issubclass(obj, torch.nn.Module)
-        try:
-            info["params"] = sorted(_named_parameters(obj))
+        try:  # the grader matches the assignment's arguments to it (grader/execute/arguments.py)
             info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty]
                                  for p in inspect.signature(obj).parameters.values()]
-        except (TypeError, ValueError):
-            info["params"] = None
+        except (TypeError, ValueError):  # no signature Python can read
+            info["signature"] = None
         return info
 
 
@@ -330,27 +328,13 @@ def _parameter_info(module: torch.nn.Module, name: str, param: torch.nn.Paramete
     """A parameter's name and shape; for a lazy layer's, what is known before its first call (a LazyLinear knows its
     output size), with None for the rest, so the grader can tell which layer a weight belongs in."""
     if not isinstance(param, torch.nn.parameter.UninitializedParameter):
-        return {"name": name, "lazy": False, "shape": list(param.shape), "known": list(param.shape)}
+        return {"name": name, "shape": list(param.shape), "known": list(param.shape)}
     owner_name, _, leaf = name.rpartition(".")
     owner = module.get_submodule(owner_name) if owner_name else module
     known = None
     if isinstance(owner, torch.nn.LazyLinear):
         known = [owner.out_features, None] if leaf == "weight" else [owner.out_features]
-    return {"name": name, "lazy": True, "shape": None, "known": known}
-
-
-def _named_parameters(obj: Any) -> set[str]:
-    """Names a caller may pass by keyword (``**kwargs`` does not count: it goes to nn.Module)."""
-    try:
-        return set(_keyword_names(obj))  # a class or function asked about again and again: its signature once
-    except TypeError:  # unhashable
-        return set(_keyword_names.__wrapped__(obj))
-
-
-@functools.lru_cache(maxsize=256)
-def _keyword_names(obj: Any) -> tuple[str, ...]:
-    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return tuple(p.name for p in inspect.signature(obj).parameters.values() if p.kind in kinds)
+    return {"name": name, "shape": None, "known": known}
 
 
 def _set_parameter(module: torch.nn.Module, name: str, value: torch.Tensor, device: str) -> None:

@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install system-deps grade check test lint bench screenshots gradescope clean
+.PHONY: install system-deps grade check test lint bench soak screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -58,6 +58,12 @@ test: system-deps lint
 # BENCH_ARGS, e.g. "--students 100 --large 0", makes it shorter.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmark $(BENCH_ARGS)
+
+# The sample classes graded again and again through threads, job processes and Dask while a spinning process per
+# core competes for the CPU, each results.json compared with a calm run's (tests/soak.py; about 20 minutes on 2
+# cores). SOAK_ARGS, e.g. "--rounds 1 --paths threads", makes it shorter; tests/test_soak.py is its short version.
+soak: $(STAMP)
+	$(BIN)/python -m tests.soak $(SOAK_ARGS)
 
 # The Gradescope autograder zip for ASSIGNMENT (see the README's "Grading on Gradescope").
 gradescope: $(STAMP)

@@ -7,7 +7,8 @@
   capabilities to switch uids, and each student process it forks becomes uid 65534 for real with no capabilities,
   an empty bounding set and no_new_privs (child/privileges.py, checked before any student code runs); run by anyone
   else, the worker gets a user namespace (uid 65534 inside, no capabilities, no nested user namespaces).
-* cgroup v1 memory and pids groups (see cgroups.py): memory and process count for the submission as a whole.
+* cgroup memory and pids groups, v1, or v2 as root or in a delegated group (see cgroups.py): memory and process
+  count for the submission as a whole.
 * rlimits, everywhere: address space, CPU time, file size, open files, no core dumps (and the process count
   where no pids cgroup exists and the grader does not run as root).
 
@@ -71,7 +72,7 @@ class Sandbox:
         elif self.student_uid is not None:
             active += [f"uid {self.student_uid} (no namespaces)", "no capabilities"]
         if self.cgroups:
-            active.append(f"cgroup v1 ({'+'.join(self.cgroups.controllers)})")
+            active.append(self.cgroups.describe())
         active += ["rlimits", "process group"]
         return tuple(active)
 

@@ -297,6 +297,10 @@ class Worker:
                 os.close(fd)
             raise
         host_pid = self._host_pid_of(int(reply["pid"]))
+        if self.cgroup is not None and host_pid is not None:
+            # cgroup v2: into the worker's students group, where cgroup.kill reaches it and not the zygote. It runs
+            # no student code before the load request, so what it starts is born there (v1: nothing to do).
+            self.cgroup.adopt(host_pid)
         return Forked(ident, grader_write, grader_read, os.fdopen(output_read, "rb"), host_pid)
 
     def _host_pid_of(self, pid: int) -> int | None:

@@ -283,9 +283,9 @@ def test_the_user_namespace_layer_used_when_the_grader_is_not_root() -> None:
     source = f"import os\ndef probe():\n    return [os.getuid(), os.path.exists({str(grader_dir)!r}), os.getppid()]\n"
     with loaded(source, sandbox=user_ns) as (process, units), question(process) as code:
         assert units[0].status == "ok" and process.hello["uid"] == 65534
-        # pid 2 is the warm worker (pid 1 is bubblewrap's init), pid 3 the loaded submission it forked, the
-        # question's fork its child: the grader is not in this pid namespace at all.
-        assert [item.value for item in code.function("probe")().items] == [65534, False, 3]
+        # pid 1 is the warm worker (its namespace's init, out of its students' reach), pid 2 the loaded submission
+        # it forked, the question's fork its child: the grader is not in this pid namespace at all.
+        assert [item.value for item in code.function("probe")().items] == [65534, False, 2]
     assert "in a user namespace" in user_ns.describe()
 
 

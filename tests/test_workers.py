@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import resource
 import signal
 import time
 from collections.abc import Iterator
@@ -180,6 +181,40 @@ def test_a_lost_zygote_is_replaced_and_the_submission_is_still_graded() -> None:
             assert one.host_pid not in (None, first)
         with pool.acquire() as again:
             assert again.alive  # the replacement was kept for the next submission
+
+
+@needs_namespaces
+def test_the_zygote_is_its_namespaces_init_and_handles_no_signal_but_sigchld(worker: Worker) -> None:
+    # As init, it gets from inside its namespace only the signals it has a handler for (the kernel drops the rest,
+    # SIGKILL included), and kill(-1) skips it: what keeps students that share its uid from killing it.
+    assert worker.info["pid"] == 1 and worker.host_pid is not None
+    status = Path(f"/proc/{worker.host_pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    assert caught == 1 << (signal.SIGCHLD - 1)
+
+
+CHANGES = {
+    "its priority": lambda pid: os.setpriority(os.PRIO_PROCESS, pid, 5),
+    "its CPU limit": lambda pid: resource.prlimit(pid, resource.RLIMIT_CPU, (10**6, 10**6)),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_zygote_whose_limits_or_priority_changed_is_replaced_before_the_next_submission(change: str) -> None:
+    # What a student sharing the zygote's uid may do to it (prlimit, setpriority): every later fork would inherit it,
+    # and a CPU hard limit below what the zygote used kills it at its next clock tick, in someone else's turn.
+    with WorkerPool(size=1, sandbox=SANDBOX, limits=LIMITS) as pool:
+        with pool.acquire() as one:
+            one.start()
+            first = one.host_pid
+            assert first is not None
+            CHANGES[change](first)
+            assert run(one, "def f():\n    return 42\n", "f") == [42]
+        with pool.acquire() as again:
+            assert not again.alive  # its clean said so: closed, started afresh on the next fork
+            assert run(again, "import os\ndef nice():\n    return os.getpriority(os.PRIO_PROCESS, 0)\n",
+                       "nice") == [0]
+            assert again.host_pid not in (None, first)
 
 
 NOT_ROOT = """

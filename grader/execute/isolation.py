@@ -6,7 +6,10 @@
   namespace dies with the grader or when it is killed. Run by root, the zygote is uid 0 inside with only the
   capabilities to switch uids, and each student process it forks becomes uid 65534 for real with no capabilities,
   an empty bounding set and no_new_privs (child/privileges.py, checked before any student code runs); run by anyone
-  else, the worker gets a user namespace (uid 65534 inside, no capabilities, no nested user namespaces).
+  else, the worker gets a user namespace (uid 65534 inside, no capabilities, no nested user namespaces), where the
+  students share the zygote's uid. In both the zygote is the pid namespace's init, which no signal from a student
+  reaches (see BWRAP_COMMON); what a shared uid still allows (its rlimits, its priority) is checked after each
+  submission, and a worker found changed is replaced (child/zygote.py).
 * cgroup memory and pids groups, v1, or v2 as root or in a delegated group (see cgroups.py): memory and process
   count for the submission as a whole.
 * rlimits, everywhere: address space, CPU time, file size, open files, no core dumps (and the process count
@@ -39,7 +42,11 @@ CHILD_DIR = Path(__file__).resolve().parent / "child"
 SANDBOX_CHILD_DIR = "/grader-child"
 SANDBOX_UID = 65534  # "nobody" inside the user namespace
 BWRAP_NAMESPACES = ("--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try")
-BWRAP_COMMON = ("--die-with-parent", "--new-session")
+# --as-pid-1: the zygote is the pid namespace's init, not a child of bubblewrap's. The kernel then drops every signal
+# sent from inside the namespace that init has no handler for, SIGKILL and SIGSTOP included, and kill(-1) skips it:
+# a student cannot kill or stop the zygote even where it shares the zygote's uid (the user-namespace layout). It
+# also makes the zygote the parent of every orphan, so a sweep can wait until nothing else is left.
+BWRAP_COMMON = ("--die-with-parent", "--new-session", "--as-pid-1")
 # Run by root, bubblewrap sets up the sandbox with privileges and keeps for the zygote only what it needs to make each
 # student process uid 65534 for real (outside the sandbox too); the fork drops those before any student code runs.
 ROOT_CAPS = ("--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")

@@ -199,7 +199,7 @@ class Worker:
             self.control.close()
             self.control = None
         if self.popen is not None:
-            if self.sandbox.bwrap:  # bubblewrap's pid 1 dying takes the whole namespace with it
+            if self.sandbox.bwrap:  # the zygote dies with bubblewrap, and as its pid namespace's init, takes it along
                 with suppress(ProcessLookupError, PermissionError):
                     os.killpg(self.popen.pid, signal.SIGKILL)
             else:

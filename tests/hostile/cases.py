@@ -88,6 +88,42 @@ ANSWER_EX3 = "No: sum(q + k) = sum(q) + sum(k), and sum(q) cancels in the softma
 '''
 
 
+# With nothing else in reach (the worker is its namespace's init), kill(-1) finds no process: ESRCH. Whether it does
+# depends on whether an earlier question's fork is still being reaped, so the case does not let it count.
+KILL_ALL_BUT_ME = """
+try:
+    os.kill(-1, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+"""
+# Each attempt may be refused (another uid, in the root layout) or ignored (the worker is its namespace's init).
+SIGNAL_THE_WORKER = """
+for target in (os.getppid(), 1):
+    for number in [*range(1, 32), signal.SIGKILL]:
+        for send in (os.kill, lambda pid, sig: os.killpg(os.getpgid(pid), sig)):
+            try:
+                send(target, number)
+            except OSError:
+                pass
+"""
+# What a process may do to another of its uid without a signal (prlimit, setpriority), and which every later fork of
+# that process inherits; refused in the root layout, where the worker is another uid. In a user namespace the
+# worker is replaced after this student (tests/test_user_namespace.py grades these there).
+STARVE_THE_WORKER = """
+import resource
+try:
+    resource.prlimit(os.getppid(), resource.RLIMIT_CPU, (0, 0))
+except OSError:
+    pass
+"""
+RENICE_THE_WORKER = """
+try:
+    os.setpriority(os.PRIO_PROCESS, os.getppid(), 19)
+except OSError:
+    pass
+"""
+
+
 def solution(*, before: str = "", masked_softmax: str = MASKED_SOFTMAX, additive: str = ADDITIVE, dot: str = DOT,
              bilinear: str = BILINEAR, after: str = "") -> list[str]:
     """The parts of a correct solution, in order, with the hostile ones swapped in (one notebook cell each)."""
@@ -193,6 +229,27 @@ CASES = [
          solution(masked_softmax=MASKED_SOFTMAX.replace(
              "    if valid_lens is None:\n", "    os.kill(-1, signal.SIGKILL)\n    if valid_lens is None:\n")),
          lost=("q1",), mentions=("killed by SIGKILL",), namespaces_only=True),
+    Case("kill_everything_at_import", "kill(-1, SIGKILL) in a top-level statement, in the loaded submission",
+         solution(before="os.kill(-1, signal.SIGKILL)\n"), namespaces_only=True),
+    Case("kill_everything_last", "kill(-1, SIGKILL) in BilinearAttention.forward: the last question, which the "
+                                 "loaded submission answers itself (no fork between it and the warm worker)",
+         solution(bilinear=BILINEAR.replace("        scores = torch.bmm(", textwrap.indent(KILL_ALL_BUT_ME, " " * 8)
+                                            + "        scores = torch.bmm(")),
+         namespaces_only=True),
+    Case("signal_the_worker_last", "in the last question: every signal to its parent (the warm worker, whatever "
+                                   "the layout), to the parent's process group and to pid 1, SIGKILL last",
+         solution(bilinear=BILINEAR.replace("        scores = torch.bmm(", textwrap.indent(SIGNAL_THE_WORKER, " " * 8)
+                                            + "        scores = torch.bmm(")),
+         namespaces_only=True),
+    Case("starve_the_worker", "in the last question, sets its parent's CPU hard limit to 0: the warm worker, in a "
+                              "user namespace (the kernel kills it the next time it runs)",
+         solution(bilinear=BILINEAR.replace("        scores = torch.bmm(", textwrap.indent(STARVE_THE_WORKER, " " * 8)
+                                            + "        scores = torch.bmm(")),
+         namespaces_only=True),
+    Case("renice_the_worker", "in the last question, renices its parent: the warm worker, in a user namespace",
+         solution(bilinear=BILINEAR.replace("        scores = torch.bmm(", textwrap.indent(RENICE_THE_WORKER, " " * 8)
+                                            + "        scores = torch.bmm(")),
+         namespaces_only=True),
     Case("close_all_fds", "closes every file descriptor inside masked_softmax",
          solution(masked_softmax=MASKED_SOFTMAX.replace("    if valid_lens is None:\n",
                                                         "    os.closerange(0, 65536)\n    if valid_lens is None:\n")),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import shutil
 import signal
 import stat
@@ -93,10 +94,30 @@ def problems(uid: int | None, *, seccomp: bool) -> list[str]:
 
 
 def kill_all_but_me() -> None:
-    """SIGKILL every process this one may signal, but itself: inside a sandbox, every process of its uid (the
-    namespace's init is spared by the kernel)."""
+    """SIGKILL every process this one may signal, but itself: inside a sandbox, every process of its uid but the
+    namespace's init, the zygote, which the kernel spares (isolation.BWRAP_COMMON)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(-1, signal.SIGKILL)
+
+
+def own_state() -> dict[str, object]:
+    """What another process of this one's uid may change about it without a signal (prlimit, setpriority,
+    sched_setaffinity, sched_setscheduler), and what its forks would inherit: in a user namespace, a student may
+    do so to the zygote. A CPU hard limit below the time it has used kills it at once, whatever its signal
+    handlers; a little above, later, in another student's turn. Compared before and after each submission
+    (zygote.py)."""
+    state: dict[str, object] = {}
+    if hasattr(os, "getpriority"):
+        state["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
+    for name in dir(resource):
+        if name.startswith("RLIMIT_"):
+            with contextlib.suppress(OSError, ValueError):
+                state[name] = resource.getrlimit(getattr(resource, name))
+    if hasattr(os, "sched_getaffinity"):
+        state["affinity"] = sorted(os.sched_getaffinity(0))
+    if hasattr(os, "sched_getscheduler"):
+        state["scheduler"] = os.sched_getscheduler(0)
+    return state
 
 
 def scratch_mounts() -> set[str]:

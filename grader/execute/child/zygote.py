@@ -41,6 +41,20 @@ MAX_CONTROL = 1 << 16
 PARENT_CHECK_SECONDS = 1.0
 
 
+def only_sigchld_handled() -> None:
+    """Leave SIGCHLD the only signal with a handler (Python's for SIGINT, any a library installed). As its
+    namespace's init the zygote gets no signal from a student but those it handles: each handler is a way in."""
+    try:
+        with open("/proc/self/status") as handle:
+            caught = next(int(line.split()[1], 16) for line in handle if line.startswith("SigCgt:"))
+    except (OSError, StopIteration, ValueError):
+        caught = 0
+    numbers = {n for n in range(1, 65) if caught >> (n - 1) & 1} | {signal.SIGINT}
+    for number in numbers - {signal.SIGCHLD, signal.SIGKILL, signal.SIGSTOP}:
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(number, signal.SIG_DFL)
+
+
 class Zygote:
     def __init__(self, control: socket.socket, settings: dict) -> None:
         self.control = control
@@ -49,6 +63,7 @@ class Zygote:
         self.seccomp: bool = bool(settings.get("seccomp"))
         self.children: dict[int, int] = {}  # pid -> request id
         self.swept = False  # whether the last sweep had something to do (a helper ran, in the root layout)
+        self.state: dict[str, object] = {}  # privileges.own_state() when it became ready
         self.parent = os.getppid()
         self.wake_read, wake_write = os.pipe()
         os.set_blocking(wake_write, False)
@@ -68,6 +83,8 @@ class Zygote:
         # 10,000 page faults and 100 ms a fork, measured).
         gc.freeze()
         huge_pages.collapse_anonymous_memory()  # a fork then costs a quarter of the kernel time: see huge_pages.py
+        only_sigchld_handled()
+        self.state = privileges.own_state()
         self.send({"op": "ready", "pid": os.getpid(), "uid": os.getuid(), "python": sys.version.split()[0],
                    "torch": torch.__version__, "numpy": numpy.__version__})
         while True:
@@ -94,15 +111,23 @@ class Zygote:
             self.send({"op": "swept"})
         elif op == "clean":
             left = self.sweep()
+            # Nothing of the submission runs any more (the sweep waited for it): a change found now was its doing,
+            # and every later fork would inherit it, or die of it. The grader replaces a worker that says so.
+            changed = sorted(key for key, value in privileges.own_state().items() if self.state.get(key) != value)
+            if changed:
+                left.insert(0, "the worker's own " + ", ".join(changed) + " changed")
             self.send({"op": "cleaned", "left": left[:20], "swept": self.swept})  # a datagram: macOS allows 2 KB
         else:
             self.sweep()
             os._exit(0)
 
-    def reap(self) -> None:
+    def reap(self, *, until_none_left: bool = False) -> None:
+        """Collect ended children and report the student processes among them. In a pid namespace the zygote is
+        init and the parent of every orphan too, so ``until_none_left`` returns only once every other process in
+        the sandbox has ended."""
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                pid, status = os.waitpid(-1, 0 if until_none_left else os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
@@ -132,6 +157,7 @@ class Zygote:
         """In the fork: a student process with its own session, output, uid, limits and nothing of the zygote's."""
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh interpreter
         os.setsid()  # its own process group: one killpg ends what it starts (outside a pid namespace)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -163,15 +189,17 @@ class Zygote:
     def sweep(self) -> list[str]:
         """Kill every process a student started in this sandbox (daemons included); empty what they could write.
 
-        In the root layout a helper that becomes the student's uid does it, so that nothing of another uid (the
-        zygote) is touched; in a user namespace the zygote shares the students' uid and kill(-1) spares it. Outside
-        any namespace only the student processes' own groups are killed: kill(-1) would reach the grader."""
+        The zygote is the pid namespace's init, which kill(-1) skips: in a user namespace it kills everything else
+        itself; in the root layout a helper that becomes the students' uid does, so that nothing of another uid is
+        touched. Either way it then waits until no other process is left (each ends as the zygote's child, orphans
+        included). Outside any namespace only the student processes' own groups are killed: kill(-1) would reach
+        the grader."""
         self.swept = True
         if not self.namespaced:
             for pid in list(self.children):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
-            self.wait_for_children()
+            self.reap(until_none_left=True)
             return []
         if self.student_uid is not None and not self.children and privileges.nothing_left():
             # Most submissions leave nothing behind: then no helper is forked (a fork of this zygote and the
@@ -180,7 +208,7 @@ class Zygote:
             return []
         if self.student_uid is None:
             privileges.kill_all_but_me()
-            self.wait_for_children()
+            self.reap(until_none_left=True)
             left = privileges.wipe_scratch()
             privileges.remove_ipc_objects()
             return left
@@ -202,21 +230,11 @@ class Zygote:
             chunks.append(chunk)
         os.close(read_end)
         os.waitpid(helper, 0)
-        self.wait_for_children()
+        self.reap(until_none_left=True)
         try:
             return list(json.loads(b"".join(chunks) or b"[]"))
         except ValueError:
             return ["the sweep did not finish"]
-
-    def wait_for_children(self) -> None:
-        """Reap the killed student processes now, so their exits are reported before the sweep's answer."""
-        for pid in list(self.children):
-            try:
-                _, status = os.waitpid(pid, 0)
-            except ChildProcessError:
-                continue
-            ident = self.children.pop(pid)
-            self.send({"op": "exited", "id": ident, "code": os.waitstatus_to_exitcode(status)})
 
 
 def main() -> None:

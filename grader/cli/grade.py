@@ -75,6 +75,8 @@ def _grade(args: argparse.Namespace) -> int:
         unchanged = f", {len(run.unchanged)} reported from the gradebook; of all {len(run.summaries)}"
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
           f"{len(run.summaries) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
+    if run.regraded:
+        print(f"  graded again in a fresh process, the grader having failed on them once: {', '.join(run.regraded)}")
     print(run.rendering.summary())
     if run.graded_now:
         print(run.stages.summary())

@@ -88,6 +88,7 @@ class ClassRun:
     job_processes: int = 0  # processes that graded in parallel (0: threads of the run's own process, or a cluster)
     job_peak_mib: int = 0  # the largest of their peak memories
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
+    regraded: tuple[str, ...] = ()  # students the grader failed on once, graded again in a fresh process
 
     @functools.cached_property
     def results(self) -> tuple[SubmissionResult, ...]:
@@ -109,6 +110,13 @@ class ClassRun:
     @property
     def dashboard(self) -> Path:
         return self.out_dir / "index.html"
+
+
+def grader_failed(outcome: SubmissionResult | BaseException) -> bool:
+    """Whether the grader itself failed on a submission or one of its checks (never the student's doing)."""
+    if isinstance(outcome, BaseException):
+        return True
+    return outcome.status == INTERNAL or any(c.status == INTERNAL for c in outcome.checks)
 
 
 def _internal_error(submission: Submission, assignment: Assignment, root: Path,
@@ -195,7 +203,9 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
             summaries.append(summary)
             if rendered is not None:
                 times = times.add(*rendered)
-        for submission, outcome, rendered in arriving:
+        def record(submission: Submission, outcome: SubmissionResult | BaseException,
+                   rendered: tuple[float, float] | None) -> None:
+            nonlocal graded, times
             if isinstance(outcome, SubmissionResult) and rendered is not None:
                 result = outcome  # adjusted, its files written, by the job process that graded it
             else:
@@ -211,6 +221,20 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
             graded += 1
             if progress is not None:
                 progress(result, graded, len(plan.to_grade))
+
+        failed: list[Submission] = []  # graded again, once, before their results are recorded
+        for submission, outcome, rendered in arriving:
+            if grader_failed(outcome):
+                failed.append(submission)
+            else:
+                record(submission, outcome, rendered)
+        if failed:
+            print(f"note: the grader failed on {len(failed)} submission(s) ({', '.join(s.student for s in failed)}); "
+                  "grading them again in a fresh process", file=sys.stderr, flush=True)
+            for submission, outcome, rendered in _again(stack, failed, spec=spec, root=submissions_dir,
+                                                        device=device, limits=limits, layers=layers, clock=clock,
+                                                        pages=PagesSettings(out_dir, adjust.rule)):
+                record(submission, outcome, rendered)
     results = sorted(summaries, key=lambda r: r.student)
     # manual.csv written again, marks kept (also of students held back by --student, who have no result here)
     adjusted = adjust.finish(results, missing=(*plan.missing, *plan.held_back))
@@ -224,7 +248,8 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing,
                     rendering=times, held_back=plan.held_back, stages=clock.snapshot(graded),
                     adjustments=adjusted, job_processes=job_pool.size if job_pool else 0,
-                    job_peak_mib=job_pool.peak_mib if job_pool else 0)
+                    job_peak_mib=job_pool.peak_mib if job_pool else 0,
+                    regraded=tuple(sorted(s.student for s in failed)))
 
 
 Arrival = tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]  # None: pages not written
@@ -244,6 +269,20 @@ def _in_processes(job_pool: JobProcesses, to_grade: Sequence[Submission], *, clo
         print(f"warning: the grading processes stopped ({job_pool.failure or 'no reason given'}); grading "
               f"the {len(lost)} submission(s) left in this process", file=sys.stderr, flush=True)
         yield from fallback(lost)
+
+
+def _again(stack: ExitStack, failed: Sequence[Submission], *, spec: Assignment, root: Path, device: str,
+           limits: Limits, layers: Sandbox, clock: StageClock, pages: PagesSettings) -> Iterator[Arrival]:
+    """The submissions the grader failed on, graded again by a job process started for them: a fresh interpreter
+    and a fresh warm worker, whatever state the first attempt left in this process, its threads or its worker (a
+    cluster's included). Its files are written there as in any job process; what a second failure leaves is
+    recorded as it is."""
+    assert spec.folder is not None
+    again = JobProcesses(1, JobSettings(spec.name, spec.folder.parent, root, device, limits, layers.mode, pages))
+    stack.callback(again.close)
+    fallback = functools.partial(_in_threads, stack, spec=spec, root=root, workers=1, device=device, limits=limits,
+                                 layers=layers, clock=clock)
+    yield from _in_processes(again, failed, clock=clock, fallback=fallback)
 
 
 def _in_threads(stack: ExitStack, to_grade: Sequence[Submission], *, spec: Assignment, root: Path, workers: int,

@@ -60,7 +60,7 @@ bench: $(STAMP)
 	$(BIN)/python -m tests.benchmark $(BENCH_ARGS)
 
 # The sample classes graded again and again through threads, job processes and Dask while a spinning process per
-# core competes for the CPU, each results.json compared with a calm run's (tests/soak.py; about 20 minutes on 2
+# core competes for the CPU, each results.json compared with a calm run's (tests/soak.py; 25 minutes on 2 busy
 # cores). SOAK_ARGS, e.g. "--rounds 1 --paths threads", makes it shorter; tests/test_soak.py is its short version.
 soak: $(STAMP)
 	$(BIN)/python -m tests.soak $(SOAK_ARGS)

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
 ASSIGNMENTS = ("attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10")
 PATHS = ("threads", "processes", "dask")
-ROUNDS = 2  # 4 classes x 3 paths x 2 rounds under load: about 20 minutes on 2 cores
+ROUNDS = 2  # 4 classes x 3 paths x 2 rounds under load: 25 minutes on 2 cores shared with other work (2026-11-23)
 
 # Every field of results.json (grader/record/gradescope.py) that says when or how long: the run's seconds
 # (execution_time, the result's duration_s) and when it was graded. submitted_at is the file's time and late_s is

@@ -9,7 +9,7 @@
    (grader.pipeline.job_processes) and a Dask LocalCluster (grader.pipeline.distributed).
 4. Compares every student's results.json with the baseline's, less the fields that say when and how long
    (``TIME_KEYS``), and looks for an internal error, timeout or crash, of the submission or of a check, that the
-   calm run did not have.
+   calm run did not have, nor a submission the run failed on once and graded again (ClassRun.regraded).
 
 It prints a row per assignment, path and round (seconds, submissions, differences, bad statuses), what differed
 (student, field, before and after), where the load's CPU time went, and a verdict; it exits 1 on any difference or
@@ -49,6 +49,7 @@ ROUNDS = 2  # 4 classes x 3 paths x 2 rounds under load: 25 minutes on 2 cores s
 TIME_KEYS = frozenset({"execution_time", "graded_at"})
 # What a loaded machine must never cause: the grader failing, or a student's code stopped or killed.
 BAD = frozenset({INTERNAL, TIMEOUT, CRASHED, SUBMISSION_TIMEOUT, SUBMISSION_CRASHED})
+REGRADED = "regraded"  # a Bad's status when the run failed on a submission once and graded it again
 SHOWN = 20  # differences printed per row; the count says how many more
 
 
@@ -276,6 +277,10 @@ def _graded(assignment: str, path: str, round_: int, out_dir: Path, jobs: int, s
     bad = bad_statuses(results)
     if bad:
         bad = _with_details(bad, run)
+    # The run grades again, once, a submission it failed on (ClassRun.regraded): the second try's result hides the
+    # first failure from results.json, yet that failure is the flake this soak looks for.
+    bad += [Bad(student, "submission", REGRADED, "the grader failed on it once; its second grading is recorded")
+            for student in run.regraded]
     return Row(assignment, path, round_, seconds, len(run.summaries)), results, bad
 
 
@@ -345,12 +350,12 @@ def summary(report: Report) -> str:
     calm_bad = sum(len(r.bad) for r in report.rows if r.path == "calm")
     if report.ok:
         verdict = (f"PASS: {len(report.loaded)} loaded runs, every results.json as in the calm run (times aside), "
-                   "no new internal error, timeout or crash")
+                   "no new internal error, timeout, crash or regrade")
     else:
         differing = sum(1 for r in report.loaded if r.differences)
         flaky = sum(1 for r in report.loaded if r.bad)
         verdict = (f"FAIL: {differing} of {len(report.loaded)} loaded runs differ from the calm run, "
-                   f"{flaky} have a new internal error, timeout or crash")
+                   f"{flaky} have a new internal error, timeout, crash or regrade")
     if calm_bad:
         verdict += f" (the calm run itself had {calm_bad} bad statuses: see its rows)"
     return "\n".join([*lines, verdict])

@@ -3,6 +3,7 @@ grades its README table says, with the training check scored by the grader from 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -89,18 +90,35 @@ def test_the_grader_decodes_and_draws_strings_as_the_harness_does() -> None:
 
 
 @pytest.mark.slow
-def test_the_recorded_training_figures_are_what_the_harness_measures() -> None:
-    """The thresholds in checks.py come from these runs; a harness change that moves them must update them."""
+def test_the_recorded_training_figures_hold_on_this_machine_within_what_machines_differ_by() -> None:
+    """The thresholds in checks.py come from runs on one machine; another CPU trains to other figures (measured: the
+    model without attention reached 0.534 on an AMD EPYC and 0.47 on an Intel Xeon, the reference 0.994 on both).
+    Whatever machine runs this, the reference and the model without attention are both further than the machine
+    margin from the pass mark, so neither's verdict can depend on the machine."""
     torch.set_num_threads(1)
     try:
         with_attention, without = measure.measure(ref_torch.DotProdAttention), measure.measure(None)
     finally:
         torch.set_num_threads(2)
-    assert with_attention["exact"] == pytest.approx(checks.REFERENCE_EXACT, abs=0.01)
-    assert without["exact"] == pytest.approx(checks.BASELINE_EXACT, abs=0.03)
-    assert with_attention["peaks"] == pytest.approx(checks.REFERENCE_PEAKS, abs=0.03)
-    assert with_attention["near"] == pytest.approx(checks.REFERENCE_NEAR, abs=0.03)
-    assert without["exact"] < checks.PASS_EXACT < with_attention["exact"] - 0.1
+    assert with_attention["exact"] >= 0.97
+    assert 0.35 <= without["exact"] <= 0.70
+    assert checks.REFERENCE_PEAKS - 0.15 <= with_attention["peaks"] <= 1.0
+    assert checks.REFERENCE_NEAR - 0.15 <= with_attention["near"] <= 1.0
+    assert without["exact"] + checks.MACHINE_MARGIN < checks.PASS_EXACT < with_attention["exact"] - \
+        checks.MACHINE_MARGIN
+
+
+def test_a_training_near_the_pass_mark_is_trained_again_and_the_mean_decides() -> None:
+    def again() -> float:
+        raise AssertionError("trained a second time, far from the pass mark")
+
+    pass_mark, margin = checks.PASS_EXACT, checks.MACHINE_MARGIN
+    assert checks.trainings(pass_mark + margin + 0.01, again) == [pass_mark + margin + 0.01]
+    assert checks.trainings(pass_mark - margin - 0.01, again) == [pass_mark - margin - 0.01]
+    runs = checks.trainings(pass_mark - margin / 2, lambda: pass_mark + margin)
+    assert runs == [pass_mark - margin / 2, pass_mark + margin] and np.mean(runs) >= pass_mark
+    told = checks.what_it_reached([0.8, 0.9], 0.95, 300)
+    assert "trained again" in told and "80.0%" in told and "90.0%" in told and "85.0% on average" in told
 
 
 @pytest.mark.parametrize("suffix", [".ipynb", ".py"])
@@ -131,6 +149,7 @@ def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None
     ("mistake_padding_ignored", "q4", "q4.padding", "the attention tensor a differs from the reference"),
     ("mistake_concat_order", "q4", "q4.no_mask", "the output tanh(W_c [c_t; s_t]) differs from the reference"),
     ("mistake_softmax_axis", "q4", "q4.no_mask", "the attention tensor a differs from the reference"),
+    ("mistake_scaled_scores", "q4", "q4.no_mask", "the attention tensor a differs from the reference"),
 ])
 def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, student: str, question: str,
                                                         check_id: str, says: str) -> None:
@@ -143,6 +162,7 @@ def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, studen
     ("mistake_padding_ignored", ["q4.padding", "q4.one_step", "q4.random"]),  # and the model still learns
     ("mistake_concat_order", ["q4.no_mask", "q4.padding", "q4.one_step", "q4.random"]),  # W_c learns either order
     ("mistake_softmax_axis", ["q4.no_mask", "q4.padding", "q4.one_step", "q4.random", "q4.training"]),
+    ("mistake_scaled_scores", ["q4.no_mask", "q4.padding", "q4.one_step", "q4.random", "q4.training"]),
 ])
 def test_which_checks_tell_each_mistake(sample: ClassRun, student: str, failed: list[str]) -> None:
     assert [c.check_id for c in by_student(sample)[student].checks if not c.passed] == failed
@@ -199,6 +219,24 @@ def test_hand_computed_answers_are_shown_beside_the_reference(sample: ClassRun) 
     assert not hidden.tables  # random matrices are not shown
 
 
+@pytest.mark.slow
+def test_a_result_near_the_pass_mark_is_trained_again_and_both_are_shown(sample: ClassRun) -> None:
+    """Scores scaled by sqrt(H) learn reversal to 74-77% from the harness's seed under every set of kernels
+    measured, and 78-87% from other seeds: near the pass mark, where a machine's rounding could decide. The model is
+    trained a second time from SECOND_SEED and the mean decides; the message gives both figures."""
+    training = next(c for c in by_student(sample)["mistake_scaled_scores"].checks if c.check_id == "q4.training")
+    assert not training.passed
+    assert "when trained again from another seed" in training.message
+    figures = [float(f) / 100 for f in re.findall(r"(\d+\.\d)%", training.message)[:3]]
+    first, second, mean = figures
+    assert abs(first - checks.PASS_EXACT) < checks.MACHINE_MARGIN
+    assert mean == pytest.approx((first + second) / 2, abs=0.002) and mean < checks.PASS_EXACT
+    # Far from the pass mark, one training: the correct samples and the softmax over the target steps.
+    for student in ("reference_style", "seed_style", "mistake_softmax_axis"):
+        told = next(c for c in by_student(sample)[student].checks if c.check_id == "q4.training")
+        assert "trained again" not in " ".join((told.message, *told.notes))
+
+
 def test_sample_readme_lists_every_sample() -> None:
     assert_readme_lists_every_sample(SAMPLES)
 
@@ -211,6 +249,7 @@ def test_sample_readme_lists_every_sample() -> None:
     ("mistake_padding_ignored", "q4.padding_not_masked"),
     ("mistake_concat_order", "q4.state_first"),
     ("mistake_softmax_axis", "q4.softmax_over_steps"),
+    ("mistake_scaled_scores", "q4.scaled"),
     ("reference_style", None),
     ("seed_style", None),
 ])

@@ -12,10 +12,13 @@ and the grader turns the tokens it gets back into strings and scores them itself
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from grader.check import Arg, Assignment, CheckContext, Question, StudentObject, WrittenQuestion
 from grader.errors import StudentRaised, WrongAnswer
+from grader.execute.student import StudentFunction
 from grader.execute.values import Returned
 from grader.layout import ASSIGNMENTS_DIR
 from grader.results import HIDDEN
@@ -74,6 +77,16 @@ REFERENCE_EXACT, BASELINE_EXACT = 0.994, 0.534
 REFERENCE_PEAKS, REFERENCE_NEAR = 0.72, 0.80  # the reference's attention, measured by anti_diagonal on those strings
 # Two thirds of the way from the model without attention to the reference: attention that works clears it easily.
 PASS_EXACT = round(BASELINE_EXACT + 2 / 3 * (REFERENCE_EXACT - BASELINE_EXACT), 2)
+# How far one training's exact-match rate may move from one computer to another with the same code and seed: other
+# CPUs' float kernels round differently, and training amplifies it. Measured (`python -m
+# solutions.practical10.measure_training --machines`; README, "The same grade on every machine"): two real machines
+# differed by 0.064 on the model without attention, other kernels here by up to 0.04, other seeds by up to 0.18. A
+# first result this close to the pass mark is trained again from SECOND_SEED, and the mean of the two decides.
+MACHINE_MARGIN = 0.15
+# The harness's own seed is 10 (reversal.Config). Seed 11 is one where the reference itself trains badly (81.7%),
+# so a second training from it would sink a correct result; from seed 12 the reference and the known mistakes that
+# still learn reversal reach 99.7-100%, as from seed 10.
+SECOND_SEED = 12
 SOURCE_TARGET = ("Source characters", "Output steps")
 
 
@@ -258,10 +271,55 @@ def anti_diagonal(weights: np.ndarray, strings: list[str]) -> tuple[float, float
 def q4_training(ctx: CheckContext) -> None:
     ctx.student.construct("DotProdAttention", hidden_size=4)  # a clear message first when the class is missing
     strings = evaluation_strings(np.random.default_rng(EVALUATION_SEED), EVALUATION_STRINGS)
-    longest = max(map(len, strings))
     harness = ctx.student.function("grade_reversal").with_time_limit(TRAINING_SECONDS)
+    exact, per_char, weights, predicted = train_and_score(ctx, harness, strings, None)
+    runs = trainings(exact, lambda: train_and_score(ctx, harness, strings, SECOND_SEED)[0])
+    mean = float(np.mean(runs))
+    figures = (f"reference {REFERENCE_EXACT:.1%}, the model without attention {BASELINE_EXACT:.1%}")
+    reached = what_it_reached(runs, per_char, len(strings))
+    if mean >= PASS_EXACT:  # a failure says the same in its message
+        ctx.note(f"Your trained model {reached}; the pass mark is {PASS_EXACT:.0%} ({figures}).")
+    if weights.array is not None and weights.shape == (len(strings), max(map(len, strings)) + 1,
+                                                       max(map(len, strings))):
+        maps = weights.array.astype(np.float64)
+        peaks, near = anti_diagonal(maps, strings)
+        ctx.note(f"Its attention: the highest weight falls on the character being written (the anti-diagonal) at "
+                 f"{peaks:.0%} of output steps, and {near:.2f} of the weight lies within one position of it "
+                 f"(reference: {REFERENCE_PEAKS:.0%} and {REFERENCE_NEAR:.2f}).")
+        source = strings[0]
+        ideal = np.eye(len(source))[::-1]
+        ctx.draw(f"trained attention while reversing '{source}'", maps[0, :len(source), :len(source)], ideal,
+                 axes=SOURCE_TARGET, reference_title="Ideal (anti-diagonal)", xticks=tuple(source),
+                 yticks=tuple(predicted[0][:len(source)].ljust(len(source), "?")))
+    ctx.expect(mean >= PASS_EXACT,
+               f"the model trained with your DotProdAttention {reached}, below the pass mark of {PASS_EXACT:.0%} "
+               f"({figures}): check your attention against the unit checks above",
+               hint=f"the trained model reversed {mean:.0%} of the strings, below {PASS_EXACT:.0%}")
+
+
+def trainings(first: float, again: Callable[[], float]) -> list[float]:
+    """The exact-match rates the verdict rests on (their mean): the first training's alone, or with a second
+    training's (``again``) when the first is within MACHINE_MARGIN of the pass mark, where another computer's
+    rounding could tip it."""
+    return [first, again()] if abs(first - PASS_EXACT) < MACHINE_MARGIN else [first]
+
+
+def what_it_reached(runs: list[float], per_char: float, strings: int) -> str:
+    if len(runs) == 1:
+        return (f"reversed {runs[0]:.1%} of {strings} strings the grader chose exactly ({per_char:.1%} of "
+                "characters)")
+    return (f"reversed {runs[0]:.1%} of {strings} strings the grader chose exactly, and {runs[1]:.1%} when trained "
+            f"again from another seed (the first result being within {MACHINE_MARGIN * 100:.0f} points of the pass "
+            f"mark, where another computer's rounding could tip it): {float(np.mean(runs)):.1%} on average")
+
+
+def train_and_score(ctx: CheckContext, harness: StudentFunction, strings: list[str],
+                    seed: int | None) -> tuple[float, float, Returned, list[str]]:
+    """One training by the harness (from its own seed, or ``seed``): the exact-match and per-character accuracy of
+    the trained model on ``strings``, its attention weights as returned, and what it wrote."""
+    longest = max(map(len, strings))
     try:
-        got = harness(Arg.name("DotProdAttention"), " ".join(strings))
+        got = harness(Arg.name("DotProdAttention"), " ".join(strings), *(() if seed is None else (seed,)))
     except StudentRaised as exc:
         raise WrongAnswer(f"training the reversal model with your DotProdAttention failed: {exc.message}",
                           hint=f"training with your DotProdAttention raised {exc.exc_type}") from None
@@ -274,23 +332,4 @@ def q4_training(ctx: CheckContext) -> None:
     predicted = decode(tokens.array)
     exact = float(np.mean([p == s[::-1] for p, s in zip(predicted, strings)]))
     per_char = sum(sum(a == b for a, b in zip(p, s[::-1])) for p, s in zip(predicted, strings)) / sum(map(len, strings))
-    figures = (f"reference {REFERENCE_EXACT:.1%}, the model without attention {BASELINE_EXACT:.1%}")
-    if exact >= PASS_EXACT:  # a failure says the same in its message
-        ctx.note(f"Your trained model reversed {exact:.1%} of {len(strings)} strings the grader chose exactly "
-                 f"({per_char:.1%} of characters); the pass mark is {PASS_EXACT:.0%} ({figures}).")
-    if weights.array is not None and weights.shape == (len(strings), longest + 1, longest):
-        maps = weights.array.astype(np.float64)
-        peaks, near = anti_diagonal(maps, strings)
-        ctx.note(f"Its attention: the highest weight falls on the character being written (the anti-diagonal) at "
-                 f"{peaks:.0%} of output steps, and {near:.2f} of the weight lies within one position of it "
-                 f"(reference: {REFERENCE_PEAKS:.0%} and {REFERENCE_NEAR:.2f}).")
-        source = strings[0]
-        ideal = np.eye(len(source))[::-1]
-        ctx.draw(f"trained attention while reversing '{source}'", maps[0, :len(source), :len(source)], ideal,
-                 axes=SOURCE_TARGET, reference_title="Ideal (anti-diagonal)", xticks=tuple(source),
-                 yticks=tuple(predicted[0][:len(source)].ljust(len(source), "?")))
-    ctx.expect(exact >= PASS_EXACT,
-               f"the model trained with your DotProdAttention reversed {exact:.1%} of {len(strings)} strings exactly "
-               f"({per_char:.1%} of characters), below the pass mark of {PASS_EXACT:.0%} ({figures}): check your "
-               "attention against the unit checks above",
-               hint=f"the trained model reversed {exact:.0%} of the strings, below {PASS_EXACT:.0%}")
+    return exact, per_char, weights, predicted

@@ -91,6 +91,8 @@ def main() -> None:
     parser.add_argument("assignments", nargs="*", default=ASSIGNMENTS)
     for assignment in parser.parse_args().assignments:
         for dtype, margins in measure(assignment).items():
+            if not margins.compared:
+                continue
             print(f"{assignment}, {dtype} answers: {margins.compared} comparisons; the closest pass used "
                   f"{margins.passed[0]:.2g} of its bound ({margins.passed[1]}), the closest failure exceeded it "
                   f"{margins.failed[0]:.3g} times ({margins.failed[1]})", flush=True)

@@ -251,6 +251,12 @@ class SubmissionResult:
     def checks(self) -> tuple[CheckResult, ...]:
         return tuple(c for q in self.questions for c in q.checks)
 
+    @property
+    def grader_failed(self) -> bool:
+        """Whether the grader itself failed on the submission or one of its checks (never the student's doing): a
+        run grades it again once, in a fresh process, before recording it."""
+        return self.status == INTERNAL or any(c.status == INTERNAL for c in self.checks)
+
     def summary(self) -> SubmissionResult:
         """The result without what only its own pages show (heatmaps, tables, traces, details, smallest cases, the
         output of every cell): what grades.csv, the dashboard and the exports need of each student. A class run keeps

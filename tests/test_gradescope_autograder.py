@@ -185,7 +185,8 @@ def test_the_grader_failing_still_writes_results(tmp_path: Path, monkeypatch: py
         raise RuntimeError("a bug in the grader")
 
     monkeypatch.setattr(gradescope_run, "grade_submission", broken)
-    written = gradescope_run.grade_gradescope_submission(root=root, assignment=ASSIGNMENT)
+    # again=False: the failure as recorded when the run's second attempt (tests/test_regrade.py) fails too
+    written = gradescope_run.grade_gradescope_submission(root=root, assignment=ASSIGNMENT, again=False)
     assert json.loads((root / "results" / "results.json").read_text()) == written
     assert written["score"] == 0 and written["extra_data"]["status"] == "internal_error"
     assert "The grader itself failed on your submission; this is not your fault." in written["output"]

@@ -1,10 +1,11 @@
-"""A submission the grader fails on is graded again once, in a fresh process, before its result is recorded; a
-second failure is recorded as internal_error. The fixture assignment ``flaky`` fails on purpose: once per process for
-a student whose code defines ``flaky`` (so a retry in the same process would fail again), always for one whose code
-defines ``always_fails``."""
+"""A submission the grader fails on is graded again once, in a fresh process, before its result is recorded (in a
+class run and on Gradescope); a second failure is recorded as internal_error. The fixture assignment ``flaky`` fails
+on purpose: once per process for a student whose code defines ``flaky`` (so a retry in the same process would fail
+again), always for one whose code defines ``always_fails``."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 
 from grader.check.seeds import check_seed
 from grader.pipeline import grade_class
+from grader.pipeline.gradescope_run import grade_gradescope_submission
 from grader.results import INTERNAL
 
 from .conftest import FIXTURE_SOLUTIONS
@@ -56,3 +58,20 @@ def test_a_submission_the_grader_failed_on_is_graded_again_in_a_fresh_process(
     # Each student is recorded once, with the pages of the result recorded.
     assert sorted(r.student for r in run.summaries) == sorted(students.values())
     assert '"status": "passed"' in (tmp_path / "out" / "students" / students["flaky"] / "results.json").read_text()
+
+
+@pytest.mark.parametrize("student", ["flaky", "always"])
+def test_on_gradescope_a_failure_is_graded_again_by_a_fresh_interpreter(
+        students: dict[str, str], tmp_path: Path, student: str, capfd: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "work.py").write_bytes((tmp_path / "class" / f"{students[student]}.py").read_bytes())
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": students[student]}]}))
+    written = grade_gradescope_submission(root=root, assignment="flaky", solutions_dir=FIXTURE_SOLUTIONS)
+    assert "grading it again in a fresh process" in capfd.readouterr().out
+    assert json.loads((root / "results" / "results.json").read_text()) == written
+    outcomes = {t["name"].split(" ")[0]: t["extra_data"]["outcome"] for t in written["tests"]}
+    if student == "flaky":  # the fresh interpreter got past the failure of the first
+        assert written["score"] == 2 and set(outcomes.values()) == {"passed"}, outcomes
+    else:
+        assert written["score"] == 1 and "internal_error" in outcomes.values(), outcomes

@@ -114,9 +114,7 @@ class ClassRun:
 
 def grader_failed(outcome: SubmissionResult | BaseException) -> bool:
     """Whether the grader itself failed on a submission or one of its checks (never the student's doing)."""
-    if isinstance(outcome, BaseException):
-        return True
-    return outcome.status == INTERNAL or any(c.status == INTERNAL for c in outcome.checks)
+    return isinstance(outcome, BaseException) or outcome.grader_failed
 
 
 def _internal_error(submission: Submission, assignment: Assignment, root: Path,

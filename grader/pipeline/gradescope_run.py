@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 import traceback
@@ -114,10 +115,11 @@ def _print_for_instructor(result: SubmissionResult) -> None:
 
 
 def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: Path = SOLUTIONS_DIR,
-                                sandbox: str = "auto") -> dict[str, Any]:
+                                sandbox: str = "auto", again: bool = True) -> dict[str, Any]:
     """Grade ``root/submission`` for ``assignment`` and write ``root/results/results.json``; return what was written.
 
-    Never raises for anything a submission or the grader does: results.json is always written.
+    Never raises for anything a submission or the grader does: results.json is always written. When the grader
+    fails on the submission (``again``), it is graded once more by a fresh interpreter before anything is written.
     """
     started = time.monotonic()
     results_path = root / "results" / "results.json"
@@ -137,10 +139,28 @@ def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: P
     except Exception:
         traceback.print_exc()
         result = _failed(submission, spec, root / "submission", started)
+    if again and result.grader_failed and (retried := _in_a_fresh_process(root, assignment, solutions_dir, sandbox)):
+        return retried
     data = autograder_results(result)
     write_text_atomic(results_path, json.dumps(data, indent=2) + "\n")
     _print_for_instructor(result)  # after results.json: a failure to print must not cost the student their result
     return data
+
+
+def _in_a_fresh_process(root: Path, assignment: str, solutions_dir: Path, sandbox: str) -> dict[str, Any] | None:
+    """What a fresh interpreter, grading the submission again, wrote to results.json; None when it wrote nothing."""
+    print("the grader failed on this submission (above); grading it again in a fresh process", flush=True)
+    results_path = root / "results" / "results.json"
+    results_path.unlink(missing_ok=True)
+    source = str(Path(grader.__file__).resolve().parent.parent)  # where this grader is, installed or not
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))}
+    subprocess.run([sys.executable, "-m", "grader.pipeline.gradescope_run", "--root", str(root), "--assignment",
+                    assignment, "--solutions", str(solutions_dir), "--sandbox", sandbox, "--once"],
+                   env=environment, check=False)
+    try:
+        return json.loads(results_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _configured_assignment(source: Path) -> str:
@@ -153,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", default=os.environ.get("AUTOGRADER_ROOT", DEFAULT_ROOT),
                         help="Gradescope's /autograder (default: $AUTOGRADER_ROOT, else /autograder)")
     parser.add_argument("--assignment", help=f"the assignment (default: the one in {CONFIG} beside the grader)")
+    parser.add_argument("--solutions", default=str(SOLUTIONS_DIR), help=argparse.SUPPRESS)
+    parser.add_argument("--sandbox", choices=isolation.MODES, default="auto", help=argparse.SUPPRESS)
+    parser.add_argument("--once", action="store_true", help=argparse.SUPPRESS)  # the retry itself: no third try
     args = parser.parse_args(argv)
     root = Path(args.root)
     try:
@@ -162,7 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = _unconfigured(f"it does not say which assignment it grades ({CONFIG} is missing)")
         write_text_atomic(root / "results" / "results.json", json.dumps(data, indent=2) + "\n")
         return 2
-    grade_gradescope_submission(root=root, assignment=assignment)
+    grade_gradescope_submission(root=root, assignment=assignment, solutions_dir=Path(args.solutions),
+                                sandbox=args.sandbox, again=not args.once)
     return 0
 
 

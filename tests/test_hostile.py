@@ -80,12 +80,32 @@ class HostileRun:
     grader_pid_prefix: str
 
     def results(self, student: str) -> dict:
-        return json.loads((self.out / "students" / student / "results.json").read_text())
+        return student_results(self.out, student)
 
     def report_text(self, student: str) -> str:
-        """The student's report as a reader sees it: tags dropped, entities decoded."""
-        page = (self.out / "students" / student / "report.html").read_text()
-        return html.unescape(re.sub(r"<[^>]+>", " ", page))
+        return report_as_read(self.out, student)
+
+
+def student_results(out: Path, student: str) -> dict:
+    return json.loads((out / "students" / student / "results.json").read_text())
+
+
+def report_as_read(out: Path, student: str) -> str:
+    """The student's report as a reader sees it: tags dropped, entities decoded."""
+    page = (out / "students" / student / "report.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def assert_points(results: dict, case: Case) -> None:
+    """The case's status, and points lost on its questions and on no other."""
+    assert results["extra_data"]["status"] == case.status, results["output"][-2000:]
+    scores = {q["id"]: (q["score"], q["max_score"]) for q in results["extra_data"]["questions"]}
+    for question in QUESTIONS:
+        score, max_score = scores[question]
+        if question in case.lost:
+            assert score < max_score, f"{case.name} should lose points on {question}"
+        else:
+            assert score == max_score, f"{case.name} should keep full marks on {question}: {results['output']}"
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -166,14 +186,7 @@ def test_correct_submissions_beside_the_hostile_ones_earn_full_marks(hostile: Ho
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_each_hostile_case_gets_its_result(hostile: HostileRun, case: Case) -> None:
     results = hostile.results(case.name)
-    assert results["extra_data"]["status"] == case.status
-    scores = {q["id"]: (q["score"], q["max_score"]) for q in results["extra_data"]["questions"]}
-    for question in QUESTIONS:
-        score, max_score = scores[question]
-        if question in case.lost:
-            assert score < max_score, f"{case.name} should lose points on {question}"
-        else:
-            assert score == max_score, f"{case.name} should keep full marks on {question}: {results['output']}"
+    assert_points(results, case)
     outcomes = {t["extra_data"]["check_id"]: t["extra_data"]["outcome"] for t in results["tests"]}
     for check_id, outcome in case.checks.items():
         assert outcomes[check_id] == outcome, f"{case.name}: {check_id}"

@@ -14,11 +14,8 @@ others may not enter (root's home, 0700, holding pyenv) is replaced by a tmpfs t
 from __future__ import annotations
 
 import csv
-import html
 import itertools
-import json
 import os
-import re
 import shlex
 import shutil
 import stat
@@ -32,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, SAMPLES
-from tests.hostile.cases import CASES, QUESTIONS, Case, solution
-from tests.test_hostile import write_cases
+from tests.hostile.cases import CASES, Case, solution
+from tests.test_hostile import assert_points, report_as_read, student_results, write_cases
 
 pytestmark = pytest.mark.slow
 
@@ -87,12 +84,10 @@ class NobodyRun:
     completed: subprocess.CompletedProcess[str]
 
     def results(self, student: str) -> dict:
-        return json.loads((self.out / "students" / student / "results.json").read_text())
+        return student_results(self.out, student)
 
     def report_text(self, student: str) -> str:
-        """The student's report as a reader sees it: tags dropped, entities decoded."""
-        page = (self.out / "students" / student / "report.html").read_text()
-        return html.unescape(re.sub(r"<[^>]+>", " ", page))
+        return report_as_read(self.out, student)
 
 
 def _command(work: Path, argv: list[str]) -> list[str]:
@@ -146,15 +141,7 @@ def graded(workspace: Path) -> NobodyRun:
 
 
 def _check(graded: NobodyRun, student: str, case: Case) -> None:
-    results = graded.results(student)
-    assert results["extra_data"]["status"] == case.status, results["output"][-2000:]
-    scores = {q["id"]: (q["score"], q["max_score"]) for q in results["extra_data"]["questions"]}
-    for question in QUESTIONS:
-        score, max_score = scores[question]
-        if question in case.lost:
-            assert score < max_score, f"{case.name} should lose points on {question}"
-        else:
-            assert score == max_score, f"{case.name} should keep full marks on {question}: {results['output'][-3000:]}"
+    assert_points(graded.results(student), case)
     for phrase in case.mentions:
         assert phrase in graded.report_text(student), f"{student}: the report should say {phrase!r}"
 

@@ -17,7 +17,7 @@ import sys
 import types
 from typing import Any, ClassVar
 
-STUBBED_TOP_LEVEL = ("d2l", "matplotlib", "seaborn", "IPython", "plotly")
+STUBBED_TOP_LEVEL = ("d2l", "matplotlib", "seaborn", "IPython", "plotly", "grader")
 
 NOTES: list[str] = []
 
@@ -67,6 +67,17 @@ class Sink:
 
     def __format__(self, spec: str) -> str:  # f"{accuracy:.3f}" on a skipped result
         return repr(self)
+
+
+class KitStub(types.ModuleType):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.__path__: list[str] = []
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return Sink(f"{self.__name__}.{attr}")
 
 
 class StubModule(types.ModuleType):
@@ -532,6 +543,10 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return D2lModule(name, "d2l is not installed in the grader: its plotting calls were skipped")
         if top in self.stubbed:
             return StubModule(name, self.stubbed[top])
+        if top == "grader":
+            # The student kit's `check()` in a notebook being graded: it does nothing (the grader checks), and
+            # the grader's own package stays out of the student's reach.
+            return KitStub(name)
         module = StubModule(name, f"{top} is not used by the grader: plotting calls were skipped")
         if name in ("IPython", "IPython.display", "IPython.core.display"):
             module.display = display

@@ -6,7 +6,11 @@ from typing import Any
 
 import numpy as np
 import torch
-import wire
+
+try:  # inside the grader package (the student kit, grader/kit)
+    from . import wire
+except ImportError:  # the student's process, which runs this folder's modules by their bare names
+    import wire  # type: ignore[no-redef]
 
 # nn.Parameter is what a module hands out for its weights; every other tensor subclass is reported by name
 # and never converted, so a subclass that lies in __eq__ or __torch_function__ gains nothing.

@@ -1,0 +1,149 @@
+"""The calls a check makes into the student's namespace, answered: describe a name, call a function, construct a
+module, call its methods, read an attribute, list and set its parameters, seed the generators.
+
+One home for what each request does, used by the student's process in the grader (main.py, behind the pipe) and by
+the student kit in the student's own kernel (grader/kit), so that both answer a check the same way. It imports nothing
+from the ``grader`` package: this folder, NumPy and torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+try:  # inside the grader package (the student kit)
+    from . import values, wire
+except ImportError:  # the student's process, which runs this folder's modules by their bare names
+    import values  # type: ignore[no-redef]
+    import wire  # type: ignore[no-redef]
+
+
+class Calls:
+    """Answers requests against ``namespace``; ``describe_exception`` and ``limit_memory`` are the caller's."""
+
+    namespace: dict[str, Any]
+    device: str = "cpu"
+    max_elements: int = 1 << 24
+
+    def limit_memory(self, budget: int) -> None:
+        """Allow ``budget`` more bytes for the rest of the question (a call's memory budget)."""
+        raise NotImplementedError
+
+    def handle(self, header: dict[str, Any], blobs: list[bytes], out: list[bytes], refs: dict[int, Any]) -> dict:
+        op = header["op"]
+
+        def args() -> tuple[list[Any], dict[str, Any]]:
+            ns = self.namespace
+            positional = [values.decode(a, blobs, refs, self.device, ns) for a in header.get("args", [])]
+            keyword = {k: values.decode(a, blobs, refs, self.device, ns) for k, a in header.get("kwargs", {}).items()}
+            return positional, keyword
+
+        if op == "seed":
+            seed = int(header["seed"])
+            if self.device == "cpu":
+                # torch.manual_seed also queues the seed for CUDA with a formatted stack trace (a millisecond a call)
+                torch.default_generator.manual_seed(seed)
+            else:
+                torch.manual_seed(seed)
+            np.random.seed(seed % 2**32)
+            random.seed(seed)
+            return {}
+        if op == "describe":
+            return self.describe(header["name"])
+        if op == "call":
+            positional, keyword = args()
+            budget = int(header.get("memory_budget") or 0)
+            if budget:
+                self.limit_memory(budget)
+            try:
+                with torch.no_grad() if header.get("no_grad") else contextlib.nullcontext():
+                    value = self.namespace[header["name"]](*positional, **keyword)
+            except torch.OutOfMemoryError as exc:  # past the budget on the GPU: as the address-space limit says it
+                raise MemoryError(str(exc).splitlines()[0]) from None
+            return {"value": self.encode(value, out)}
+        if op == "new":
+            # The grader matched the assignment's arguments to the class's signature (describe) and sends them under
+            # the student's names.
+            cls = self.namespace[header["name"]]
+            keyword = dict(header["kwargs"])
+            obj = cls(*header.get("args", ()), **keyword)
+            if isinstance(obj, torch.nn.Module) and self.device != "cpu":  # a new module's tensors are on the CPU
+                obj.to(self.device)
+            refs[len(refs) + 1] = obj
+            return {"ref": len(refs), "type": values.type_name(obj), "passed": sorted(keyword)}
+        obj = refs[header["ref"]]
+        if op == "method":
+            positional, keyword = args()
+            value = getattr(obj, header["method"])(*positional, **keyword)
+            return {} if header.get("discard") else {"value": self.encode(value, out)}
+        if op == "get":
+            if not hasattr(obj, header["attr"]):
+                return {"exists": False}
+            return {"exists": True, "value": self.encode(getattr(obj, header["attr"]), out)}
+        if op == "params":
+            return {"params": [_parameter_info(obj, name, p) for name, p in obj.named_parameters()]}
+        if op == "set_params":
+            for name, blob in zip(header["names"], blobs):
+                _set_parameter(obj, name, torch.from_numpy(wire.decode_array(blob).copy()), self.device)
+            return {}
+        raise ValueError(f"unknown operation {op!r}")
+
+    def encode(self, value: Any, out: list[bytes]) -> dict[str, Any]:
+        return values.encode(value, out, max_elements=self.max_elements)
+
+    def describe(self, name: str) -> dict[str, Any]:
+        if name not in self.namespace:
+            return {"exists": False}
+        obj = self.namespace[name]
+        info: dict[str, Any] = {"exists": True, "type": values.type_name(obj), "callable": callable(obj),
+                                "is_class": isinstance(obj, type)}
+        if isinstance(obj, type):
+            info["is_module"] = issubclass(obj, torch.nn.Module)
+        try:  # the grader matches the assignment's arguments to it (grader/execute/arguments.py)
+            info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty]
+                                 for p in inspect.signature(obj).parameters.values()]
+        except (TypeError, ValueError):  # no signature Python can read
+            info["signature"] = None
+        return info
+
+_KINDS = {inspect.Parameter.POSITIONAL_ONLY: "positional", inspect.Parameter.POSITIONAL_OR_KEYWORD: "either",
+          inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.KEYWORD_ONLY: "keyword",
+          inspect.Parameter.VAR_KEYWORD: "**kwargs"}
+
+
+def _parameter_info(module: torch.nn.Module, name: str, param: torch.nn.Parameter) -> dict[str, Any]:
+    """A parameter's name and shape; for a lazy layer's, what is known before its first call (a LazyLinear knows its
+    output size), with None for the rest, so the grader can tell which layer a weight belongs in."""
+    if not isinstance(param, torch.nn.parameter.UninitializedParameter):
+        return {"name": name, "shape": list(param.shape), "known": list(param.shape)}
+    owner_name, _, leaf = name.rpartition(".")
+    owner = module.get_submodule(owner_name) if owner_name else module
+    known = None
+    if isinstance(owner, torch.nn.LazyLinear):
+        known = [owner.out_features, None] if leaf == "weight" else [owner.out_features]
+    return {"name": name, "shape": None, "known": known}
+
+
+def _set_parameter(module: torch.nn.Module, name: str, value: torch.Tensor, device: str) -> None:
+    try:
+        param = module.get_parameter(name)
+    except AttributeError as exc:
+        raise AttributeError(f"cannot set parameter {name}: {exc}") from None
+    if isinstance(param, torch.nn.parameter.UninitializedParameter):
+        owner = module.get_submodule(name.rpartition(".")[0])
+        if isinstance(owner, torch.nn.LazyLinear) and name.endswith("weight") and value.dim() == 2:
+            # Initialise the whole layer (its bias too) as its first forward would, then overwrite the weight.
+            owner.initialize_parameters(torch.zeros(1, value.shape[1], device=device))
+            param = module.get_parameter(name)
+        else:
+            param.materialize(tuple(value.shape), device=device, dtype=torch.float32)
+    elif tuple(param.shape) != tuple(value.shape):
+        raise ValueError(
+            f"parameter {name} has shape {tuple(param.shape)}, but the assignment specifies {tuple(value.shape)}")
+    with torch.no_grad():
+        param.copy_(value.to(device=device, dtype=param.dtype))

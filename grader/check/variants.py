@@ -59,3 +59,8 @@ def substituted(variant: Variant) -> Iterator[None]:
         yield
     finally:
         _SUBSTITUTES.reset(token)
+
+
+def stand_in_for(function: Callable[..., Any]) -> Callable[..., Any] | None:
+    """What computes in place of ``function`` in this block (``substituted``), or None."""
+    return (_SUBSTITUTES.get() or {}).get(function)

@@ -1,0 +1,54 @@
+"""The student kit: the assignment's public checks run in the student's own kernel, from their notebook.
+
+    from grader.kit import check
+    check("q1")   # one question; check() for all of them
+
+The kit folder (``grader-kit/``, beside the notebook, written by ``grader kit``) holds the public checks and what the
+references return on their inputs; nothing of the hidden checks or of the reference code. The checks call the
+names the notebook defined, compare with the grader's own comparison and tolerances, and the result shows inline
+(HTML in Jupyter and VS Code, text in a terminal). In a notebook the grader grades, ``grader`` is a stand-in whose
+``check`` does nothing (grader/execute/child/stubs.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from grader.kit.display import KitReport
+from grader.kit.runner import cached_kit, find_kit, run_kit
+
+__all__ = ["KitReport", "check", "run"]
+
+
+def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Path | None = None) -> KitReport:
+    """The public checks of ``questions`` (all when none) on ``namespace`` (the caller's globals): the report."""
+    started = time.perf_counter()
+    namespace = namespace if namespace is not None else sys._getframe(1).f_globals
+    folder = Path(kit) if kit is not None else Path(os.environ["GRADER_KIT"]) if os.environ.get("GRADER_KIT") \
+        else find_kit()
+    loaded = cached_kit(folder if folder.name != "kit.json" else folder.parent)
+    result = run_kit(loaded, namespace, questions)
+    unchecked = tuple(item for item in loaded.unchecked if not questions or item[0] in questions)
+    return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started)
+
+
+def _in_kernel() -> bool:
+    shell = sys.modules.get("IPython")
+    return shell is not None and getattr(shell, "get_ipython", lambda: None)() is not None
+
+
+def check(*questions: str, kit: str | Path | None = None) -> KitReport | None:
+    """Check your work: the public checks of ``questions`` ("q1", ...; all when none), shown inline in a notebook
+    and printed in a terminal. Returns the report when not in a notebook (a script may look at ``.passed``)."""
+    report = run(*questions, namespace=sys._getframe(1).f_globals, kit=kit)
+    if _in_kernel():
+        from IPython.display import display
+
+        display(report)
+        return None
+    print(report)
+    return report

@@ -1,0 +1,318 @@
+"""Build an assignment's student kit: the templates, the public checks' code and the bundle of what the references
+(and the known-wrong variants) return on the public checks' inputs.
+
+The bundle is recorded by grading the solution notebook with the public checks, in the grader's sandbox, as the kit's
+student (so every random case is the one the kit's student draws): each call a public check makes to a reference is
+kept with its arguments and result, and then made again with each variant of its question in place of the reference.
+Nothing of a hidden check runs, and no reference code is copied: only what the public checks computed with it.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import dataclasses
+import json
+import shutil
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from grader.check.context import CheckContext
+from grader.check.load import load_assignment, load_solution_module
+from grader.check.spec import Assignment, CheckSpec
+from grader.check.variants import substituted
+from grader.errors import ConfigurationError, WrongAnswer
+from grader.execute import isolation
+from grader.execute.student import ReplayedCode, StudentCode, StudentFunction
+from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
+from grader.kit.derive import derive_public_checks
+from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
+from grader.results import PUBLIC
+
+DIST_DIR = PROJECT_ROOT / "dist"
+SOLUTION_NOTEBOOK = "solution.ipynb"
+CHECKS_MODULE = "checks.py"
+PROVIDED = "provided"
+
+
+@dataclasses.dataclass
+class _Call:
+    module: str
+    attribute: str
+    function: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    returned: Any
+
+
+_RECORDING: ContextVar[list[_Call] | None] = ContextVar("kit_recording", default=None)
+# Checks that give a call a memory budget: a limit the student's kernel cannot take and give back, so the kit leaves
+# them to the grader (and holds nothing of them).
+GRADER_ONLY = ("it gives your code a memory budget, which only the grader's own process can enforce: it runs when "
+               "your work is graded")
+
+
+class _Recorder(types.ModuleType):
+    """Stands for a reference module in the checks while the solution is graded: each call is kept."""
+
+    def __init__(self, name: str, module: types.ModuleType, constants: dict[str, Any]) -> None:
+        super().__init__(name)
+        self._module, self._constants = module, constants
+
+    def __getattr__(self, attribute: str) -> Any:
+        value = getattr(self._module, attribute)
+        if callable(value):
+            return _recording(self.__name__, attribute, value)
+        self._constants[f"{self.__name__}.{attribute}"] = value
+        return value
+
+
+def _recording(module: str, attribute: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        returned = function(*args, **kwargs)
+        calls = _RECORDING.get()
+        if calls is not None:
+            calls.append(_Call(module, attribute, function, args, dict(kwargs), returned))
+        return returned
+
+    return call
+
+
+@contextmanager
+def _recorded_references(checks: types.ModuleType, relative: tuple[tuple[str, str, str], ...], package: str,
+                         constants: dict[str, Any]) -> Iterator[None]:
+    saved = {bound: checks.__dict__[bound] for _, _, bound in relative}
+    try:
+        for module, attribute, bound in relative:
+            real = __import__(f"{package}.{module}", fromlist=["_"])
+            checks.__dict__[bound] = _Recorder(module, real, constants) if not attribute \
+                else _recording(module, attribute, getattr(real, attribute))
+        yield
+    finally:
+        checks.__dict__.update(saved)
+
+
+class _FailingAt(CheckContext):
+    """The check replayed on the solution's answers, failing at its ``at``-th expectation: the references a check
+    consults only when an answer is wrong (to tell which mistake it is) are then called, and recorded."""
+
+    def __init__(self, *, student: StudentCode, seed: int, at: int) -> None:
+        super().__init__(student=student, seed=seed)
+        self.at, self.seen = at, 0
+
+    def _fail_here(self) -> None:
+        self.seen += 1
+        if self.seen - 1 == self.at:
+            raise WrongAnswer("failed on purpose", hint="failed on purpose", values=True)
+
+    def expect_tensor(self, *args: Any, **kwargs: Any) -> Any:
+        self._fail_here()
+        return super().expect_tensor(*args, **kwargs)
+
+    def expect(self, *args: Any, **kwargs: Any) -> None:
+        self._fail_here()
+        super().expect(*args, **kwargs)
+
+
+class _RaisingAt(ReplayedCode):
+    """The solution's answers replayed, the ``at``-th request answered by an error, as a student's code raising."""
+
+    def __init__(self, original: StudentCode, at: int) -> None:
+        super().__init__(original)
+        self.at, self.seen = at, 0
+
+    def exchange(self, header: dict[str, Any], blobs: Any, *, what: str, timeout: float | None) -> tuple[dict, list]:
+        reply, reply_blobs = super().exchange(header, blobs, what=what, timeout=timeout)
+        self.seen += 1
+        if self.seen - 1 == self.at:
+            return {"ok": False, "error": {"type": "RuntimeError", "message": "raised on purpose"}}, []
+        return reply, reply_blobs
+
+
+def _explore_failures(check: CheckSpec, ctx: CheckContext) -> None:
+    """Run the check again on the solution's recorded answers, failing it at each of its expectations and raising at
+    each of its requests in turn (any exception is the point, and is dropped)."""
+    requests = len(ctx.student.replies)
+    for at in range(max(ctx.met, 1) + 1):
+        with contextlib.suppress(Exception):
+            check.run(_FailingAt(student=ReplayedCode(ctx.student), seed=ctx.seed, at=at))
+    for at in range(requests):
+        with contextlib.suppress(Exception):
+            check.run(CheckContext(student=_RaisingAt(ctx.student, at), seed=ctx.seed))
+
+
+def _recorded_check(check: CheckSpec, calls: dict[str, list[_Call]], budgeted: set[str]) -> CheckSpec:
+    def run(ctx: Any) -> None:
+        calls[check.id] = []
+        token, current = _RECORDING.set(calls[check.id]), _CHECK.set(check.id)
+        try:
+            check.run(ctx)
+            _explore_failures(check, ctx)
+        finally:
+            _RECORDING.reset(token)
+            _CHECK.reset(current)
+        if check.id in budgeted:
+            calls.pop(check.id)
+
+    return dataclasses.replace(check, run=run)
+
+
+_CHECK: ContextVar[str] = ContextVar("kit_check", default="")
+_with_memory_budget = StudentFunction.with_memory_budget
+
+
+@contextmanager
+def _noting_budgets(budgeted: set[str]) -> Iterator[None]:
+    """While the solution is graded, the checks that give a call a memory budget are noted in ``budgeted``."""
+
+    def noting(function: StudentFunction, nbytes: int) -> StudentFunction:
+        if _CHECK.get():
+            budgeted.add(_CHECK.get())
+        return _with_memory_budget(function, nbytes)
+
+    StudentFunction.with_memory_budget = noting  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        StudentFunction.with_memory_budget = _with_memory_budget  # type: ignore[method-assign]
+
+
+def _variant_results(call: _Call, assignment: Assignment, question: str, store: ArrayStore) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for variant in assignment.variants_for(question):
+        if variant.replaces is None:
+            continue
+        try:
+            with substituted(variant):
+                returned = call.function(*call.args, **call.kwargs)
+        except Exception as exc:  # the variant cannot compute on these inputs: a replay with it disagrees
+            results[variant.id] = {"raised": type(exc).__name__}
+            continue
+        results[variant.id] = {"returned": encode(returned, store)}
+    return results
+
+
+def _pooled(calls: list[_Call], assignment: Assignment, question: str, store: ArrayStore) -> list[dict[str, Any]]:
+    """Each distinct call once (the same function on the same inputs), in the order first made."""
+    pooled: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        entry = {"module": call.module, "attribute": call.attribute, "args": encode(call.args, store),
+                 "kwargs": encode(call.kwargs, store)}
+        key = json.dumps(entry, sort_keys=True)
+        if key not in pooled:
+            pooled[key] = {**entry, "returned": encode(call.returned, store),
+                           "variants": _variant_results(call, assignment, question, store)}
+    return list(pooled.values())
+
+
+def _top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for statement in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(statement.name)
+        elif isinstance(statement, ast.Assign):
+            names |= {n.id for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def _provided_files(assignment: Assignment) -> list[Path]:
+    """The provided files that define what public questions use but students do not write (a training harness):
+    students may have those; a file that also defines an answer (the reference of a question graded with it) is
+    never shipped."""
+    wanted = {n for q in assignment.questions for n in q.uses_provided}
+    answers = set(assignment.withheld_names)
+    files = []
+    for path in assignment.provided_paths:
+        names = _top_level_names(path)
+        if names & wanted:
+            if names & answers:
+                raise ConfigurationError(f"{assignment.name}: {path.name} defines {sorted(names & wanted)}, which the "
+                                         f"kit needs, and answers {sorted(names & answers)}, which it must not hold: "
+                                         "put the first in a file of their own")
+            files.append(path)
+            wanted -= names
+    if wanted:
+        raise ConfigurationError(f"{assignment.name}: no provided file defines {sorted(wanted)}")
+    return files
+
+
+def _solution(name: str, solutions_dir: Path) -> Any:
+    from grader.pipeline.self_check import submission_file
+
+    path = solutions_dir / name / SOLUTION_NOTEBOOK
+    if not path.is_file():
+        raise ConfigurationError(f"{name}: the kit is recorded from {path}, which does not exist")
+    return dataclasses.replace(submission_file(path), student=KIT_STUDENT)
+
+
+def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir: Path = ASSIGNMENTS_DIR,
+              out_dir: Path = DIST_DIR, sandbox: str = "auto") -> Path:
+    """Write ``out_dir/name/``: the assignment's student files and ``grader-kit/``; returns the folder."""
+    from grader.pipeline.self_check import public_only
+    from grader.pipeline.submission_run import grade_submission
+
+    spec = load_assignment(name, solutions_dir=solutions_dir)
+    public = public_only(spec)
+    hidden = [c for c in spec.checks if c.visibility != PUBLIC]
+    checks_path = solutions_dir / name / CHECKS_MODULE
+    derived = derive_public_checks(checks_path.read_text(encoding="utf-8"), name=name,
+                                   public=[c.run.__name__ for c in public.checks],
+                                   hidden=[c.run.__name__ for c in hidden])
+    checks_module = load_solution_module(name, "checks", solutions_dir=solutions_dir)
+    calls: dict[str, list[_Call]] = {}
+    constants: dict[str, Any] = {}
+    budgeted: set[str] = set()
+    public.checks = [_recorded_check(c, calls, budgeted) for c in public.checks]
+    solution = _solution(name, solutions_dir)
+    with _noting_budgets(budgeted), _recorded_references(checks_module, derived.relative_imports,
+                                                         checks_module.__package__ or "", constants):
+        result = grade_submission(submission=solution, assignment=public, root=solution.path.parent,
+                                  limits=spec.limits, sandbox=isolation.detect(sandbox))
+    failed = [f"{c.check_id}: {c.message}" for c in result.checks if not c.passed]
+    if result.status != "graded" or failed:
+        raise ConfigurationError(f"{name}: the solution notebook does not pass its public checks, so the kit cannot "
+                                 f"be recorded from it: {'; '.join(failed) or result.reason}")
+
+    kit = out_dir / name
+    folder = kit / KIT_FOLDER
+    if folder.exists():
+        shutil.rmtree(folder)
+    store = ArrayStore(folder / ARRAYS)
+    recorded_calls = {check.id: _pooled(calls.get(check.id, []), spec, check.question, store)
+                      for check in public.checks if check.id not in budgeted}
+    provided = _provided_files(public)
+    for path in provided:
+        target = folder / PROVIDED / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    (folder / CHECKS_MODULE).write_text(derived.source, encoding="utf-8")
+    asked = {q.id for q in public.questions}
+    write_json(folder / KIT_FILE, {
+        "format": FORMAT,
+        "assignment": spec.name,
+        "title": spec.title,
+        "student": KIT_STUDENT,
+        "questions": [{"id": q.id, "title": q.title, "defines": list(q.defines),
+                       "graded_with_reference": list(q.graded_with_reference), "uses_provided": list(q.uses_provided),
+                       "strict_names": q.strict_names, "aliases": {k: list(v) for k, v in q.aliases.items()},
+                       "convention": q.convention} for q in public.questions],
+        "unchecked": [[q.id, q.title] for q in spec.questions if q.id not in asked],
+        "has_hidden": bool(hidden),
+        "checks": [{"id": c.id, "question": c.question, "title": c.title, "points": c.points,
+                    "function": c.run.__name__, "grader_only": GRADER_ONLY if c.id in budgeted else ""}
+                   for c in spec.checks if c.visibility == PUBLIC],
+        "variants": [{"id": v.id, "question": v.question, "name": v.name, "explanation": v.explanation,
+                      "computed": v.replaces is not None} for v in spec.variants if v.question in asked],
+        "provided": [f"{PROVIDED}/{p.name}" for p in provided],
+        "relative_imports": [list(r) for r in derived.relative_imports],
+        "constants": {k: encode(v, store) for k, v in sorted(constants.items())},
+        "calls": recorded_calls,
+    })
+    for path in sorted((assignments_dir / name).iterdir()) if (assignments_dir / name).is_dir() else []:
+        if path.is_file():
+            shutil.copyfile(path, kit / path.name)
+    return kit

@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install system-deps grade check test lint bench soak screenshots gradescope clean
+.PHONY: install kit system-deps grade check test lint bench soak screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -19,6 +19,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
+
+# Each assignment's student kit in dist/<name>/: its templates, grader-kit/ (the public checks, recorded from the
+# solution) and the grader's wheel, which students install to run `from grader.kit import check; check()`.
+kit: $(STAMP)
+	$(BIN)/grader kit
 
 # System packages, as Debian names them, each with the command that shows it is there: bubblewrap isolates student
 # code (see the README's security model; without it the grader degrades and warns); chromium is the real browser
@@ -74,4 +79,4 @@ screenshots: system-deps grade
 	$(BIN)/python -m tests.browser $(OUT) docs/screenshots --student mistake_softmax_axis
 
 clean:
-	rm -rf out .pytest_cache .ruff_cache
+	rm -rf out dist .pytest_cache .ruff_cache

@@ -5,4 +5,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
 ASSIGNMENTS_DIR = PROJECT_ROOT / "assignments"
-TEMPLATES_DIR = PROJECT_ROOT / "templates"
+# The student kit's wheel has no checkout around it: it ships the templates inside the package (grader/kit/wheel.py).
+PACKAGED_TEMPLATES = "templates"
+_PACKAGED = Path(__file__).resolve().parent / PACKAGED_TEMPLATES
+TEMPLATES_DIR = _PACKAGED if _PACKAGED.is_dir() else PROJECT_ROOT / "templates"

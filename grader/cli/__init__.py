@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from grader import __version__
-from grader.cli import assign, check, grade, gradescope
+from grader.cli import assign, check, grade, gradescope, kit
 from grader.errors import GraderError
 
-COMMANDS = (grade, check, assign, gradescope)
+COMMANDS = (grade, check, assign, kit, gradescope)
 
 
 def build_parser() -> argparse.ArgumentParser:

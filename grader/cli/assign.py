@@ -1,4 +1,5 @@
-"""``grader assign [ASSIGNMENT ...] [--check]``: write the student templates from the solution notebooks."""
+"""``grader assign [ASSIGNMENT ...] [--check] [--no-kit]``: write the student templates from the solution notebooks,
+then each assignment's student kit (``grader kit``), which holds them."""
 
 from __future__ import annotations
 
@@ -7,12 +8,9 @@ import sys
 from pathlib import Path
 
 from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source, write_templates
+from grader.cli.kit import KITS_DIR, shown, write_kits
 from grader.errors import ConfigurationError
-from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
-
-
-def _shown(path: Path) -> str:
-    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+from grader.layout import ASSIGNMENTS_DIR, SOLUTIONS_DIR
 
 
 def _assign(args: argparse.Namespace) -> int:
@@ -24,7 +22,7 @@ def _assign(args: argparse.Namespace) -> int:
         stale = [path for name in names for path in stale_templates(name, solutions_dir=solutions,
                                                                       assignments_dir=assignments)]
         for path in stale:
-            print(f"{'out of date' if path.exists() else 'missing'}: {_shown(path)}", file=sys.stderr)
+            print(f"{'out of date' if path.exists() else 'missing'}: {shown(path)}", file=sys.stderr)
         if stale:
             command = " ".join(["grader assign", *args.assignment])
             print(f"error: {len(stale)} template(s) differ from what {SOLUTION_SOURCE} gives: run `{command}` and "
@@ -34,11 +32,13 @@ def _assign(args: argparse.Namespace) -> int:
         return 0
     for name in names:
         written = write_templates(name, solutions_dir=solutions, assignments_dir=assignments)
-        source = _shown(solutions / name / SOLUTION_SOURCE)
+        source = shown(solutions / name / SOLUTION_SOURCE)
         if written:
-            print(f"{name}: wrote {', '.join(_shown(p) for p in written)} from {source}")
+            print(f"{name}: wrote {', '.join(shown(p) for p in written)} from {source}")
         else:
             print(f"{name}: templates already up to date with {source}")
+    if not args.no_kit:
+        write_kits(names, solutions=solutions, assignments=assignments, out=Path(args.kit_out))
     return 0
 
 
@@ -56,4 +56,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     assign.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
     assign.add_argument("--out", default=str(ASSIGNMENTS_DIR),
                         help="folder holding what students get, one folder per assignment")
+    assign.add_argument("--no-kit", action="store_true",
+                        help="write the templates only, not the student kits (`grader kit` writes them)")
+    assign.add_argument("--kit-out", default=str(KITS_DIR),
+                        help="folder to write the student kits in (default: the project's dist/)")
     assign.set_defaults(run=_assign)

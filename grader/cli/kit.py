@@ -1,0 +1,75 @@
+"""``grader kit [ASSIGNMENT ...] [--out DIR] [--no-wheel]``: write each assignment's student kit.
+
+A kit is the folder a student is given: the templates (and the assignment's other student files), ``grader-kit/``
+(the public checks and what the references return on their inputs) and the grader's wheel, which installs what
+``from grader.kit import check`` needs in the student's own environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from grader.assign import SOLUTION_SOURCE, with_solution_source
+from grader.errors import ConfigurationError
+from grader.execute import isolation
+from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
+
+KITS_DIR = PROJECT_ROOT / "dist"  # build_kit's DIST_DIR, without importing the sandbox's machinery to say it
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(PROJECT_ROOT)) if path.is_relative_to(PROJECT_ROOT) else str(path)
+
+
+def write_kits(names: Sequence[str], *, solutions: Path, assignments: Path, out: Path, wheel: bool = True,
+               sandbox: str = "auto") -> list[Path]:
+    """Build the kit of each assignment in ``names`` into ``out``, printing what each holds; returns the folders."""
+    from grader.kit.build import build_kit  # the sandbox's machinery: only when kits are written
+    from grader.kit.wheel import build_wheel
+
+    kits = []
+    with tempfile.TemporaryDirectory(prefix="grader-kit-") as work:
+        # One wheel for every kit: the same grader, and pip's build is the slow part.
+        built = build_wheel(Path(work)) if wheel else None
+        for name in names:
+            kit = build_kit(name, solutions_dir=solutions, assignments_dir=assignments, out_dir=out, sandbox=sandbox)
+            if built is not None:
+                shutil.copyfile(built, kit / built.name)
+            files = sorted(p.name + ("/" if p.is_dir() else "") for p in kit.iterdir())
+            print(f"{name}: wrote {shown(kit)}/ ({', '.join(files)})")
+            kits.append(kit)
+    return kits
+
+
+def _kit(args: argparse.Namespace) -> int:
+    solutions = Path(args.solutions)
+    names = args.assignment or with_solution_source(solutions)
+    if not names:
+        raise ConfigurationError(f"no assignment in {solutions} has a {SOLUTION_SOURCE}")
+    write_kits(names, solutions=solutions, assignments=Path(args.assignments), out=Path(args.out),
+               wheel=not args.no_wheel, sandbox=args.sandbox)
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    kit = commands.add_parser(
+        "kit", help="write each assignment's student kit: templates, public checks and the grader's wheel",
+        description="Write DIR/<name>/ for each assignment: its student files (the templates of `grader assign`), "
+                    "grader-kit/ (the public checks and what the references return on their inputs; no hidden "
+                    "check, no reference code) and the grader's wheel, which students install to run "
+                    "`from grader.kit import check; check()` in their own notebook.")
+    kit.add_argument("assignment", nargs="*",
+                     help=f"assignment names (default: every assignment with a {SOLUTION_SOURCE})")
+    kit.add_argument("--out", default=str(KITS_DIR),
+                     help="folder to write the kits in, one folder per assignment (default: the project's dist/)")
+    kit.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
+    kit.add_argument("--assignments", default=str(ASSIGNMENTS_DIR),
+                     help="folder holding what students get, one folder per assignment")
+    kit.add_argument("--no-wheel", action="store_true", help="leave the grader's wheel out of the kits")
+    kit.add_argument("--sandbox", choices=isolation.MODES, default="auto",
+                     help="how the solution notebook is run while the kit is recorded (as `grader grade`)")
+    kit.set_defaults(run=_kit)

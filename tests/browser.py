@@ -5,6 +5,7 @@ Playwright cannot download its own browser builds on the course machines, so it 
 uncaught exceptions and every request it makes are recorded, so a test can say the page is self-contained.
 
     .venv/bin/python -m tests.browser OUT DEST [--student NAME]   # DEST/report.png and DEST/dashboard.png
+    .venv/bin/python -m tests.browser DEST --kit FRAGMENT.html    # DEST/kit.png: the student kit's output
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import base64
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Request, sync_playwright
@@ -28,6 +31,7 @@ LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking
 DESKTOP = {"width": 1200, "height": 900}
 PHONE = {"width": 390, "height": 844}
 LOCAL_SCHEMES = ("file:", "data:", "about:")
+NOTEBOOK = {"width": 1000, "height": 600}  # about a notebook's output area on a laptop
 
 
 def chromium_path() -> str | None:
@@ -145,14 +149,50 @@ def take_screenshots(out_dir: Path, dest: Path, *, student: str) -> list[Path]:
     return written
 
 
+def fragment_page(fragment: str, *, title: str = "fragment", head: str = "") -> str:
+    """A minimal page holding an HTML fragment, as a notebook's output cell holds one; ``head`` goes in its
+    <head> (say, a stylesheet standing in for the notebook's own)."""
+    return (f'<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<link rel="icon" href="data:,">\n'
+            f"<title>{escape(title)}</title>\n{head}\n</head>\n<body>\n{fragment}\n</body>\n</html>\n")
+
+
+def open_fragment(page: Page, fragment: str, folder: Path, *, head: str = "") -> Path:
+    """Write ``fragment`` in a page in ``folder`` and open it from its file:// URL, as the other pages are."""
+    path = folder / "fragment.html"
+    path.write_text(fragment_page(fragment, head=head), encoding="utf-8")
+    open_file(page, path)
+    return path
+
+
+def kit_screenshot(html_fragment: str, dest: Path) -> Path:
+    """A picture of the student kit's output (the HTML fragment a notebook cell shows) at ``dest`` (a .png), as
+    a notebook about 1000 pixels wide draws it; fails if the fragment logs an error or fetches anything."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with (chromium() as browser, tempfile.TemporaryDirectory() as folder,
+          watched_page(browser, viewport=NOTEBOOK) as (page, watch)):
+        open_fragment(page, html_fragment, Path(folder))
+        page.screenshot(path=dest, full_page=True, animations="disabled")
+        if watch.problems():
+            raise RuntimeError("the kit's fragment: " + "; ".join(watch.problems()))
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.browser", description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path, help="a graded OUT folder (index.html, students/)")
-    parser.add_argument("dest", type=Path, help="where to write report.png and dashboard.png")
+    parser.add_argument("out", type=Path, nargs="?",
+                        help="a graded OUT folder (index.html, students/); not needed with --kit alone")
+    parser.add_argument("dest", type=Path, help="where to write report.png and dashboard.png (kit.png with --kit)")
     parser.add_argument("--student", default="mistake_softmax_axis", help="whose report to show")
+    parser.add_argument("--kit", type=Path, metavar="FRAGMENT",
+                        help="a file holding the student kit's HTML output (a fragment): shot to DEST/kit.png")
     args = parser.parse_args(argv)
-    for path in take_screenshots(args.out, args.dest, student=args.student):
-        print(path)
+    if args.out is None and args.kit is None:
+        parser.error("give OUT (the report and the dashboard), --kit FRAGMENT, or both")
+    if args.out is not None:
+        for path in take_screenshots(args.out, args.dest, student=args.student):
+            print(path)
+    if args.kit is not None:
+        print(kit_screenshot(args.kit.read_text(encoding="utf-8"), args.dest / "kit.png"))
     return 0
 
 

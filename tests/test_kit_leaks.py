@@ -130,19 +130,3 @@ def test_no_input_of_a_hidden_check_is_in_the_kit(kits: Path, name: str) -> None
         same = [s for s in shipped if s.shape == array.shape and np.allclose(s, array, rtol=1e-6, atol=0)]
         assert not same, f"{name}: a hidden input of shape {array.shape} is in the kit"
 
-
-def test_the_search_finds_what_it_looks_for(kits: Path, tmp_path: Path) -> None:
-    """The searches above fail on a kit that does hold what they look for (a hidden check's code, a reference line,
-    a hidden input): built with nothing treated as hidden, and a hidden input copied in."""
-    name = "attention_scoring"
-    spec = load_assignment(name)
-    hidden = [c for c in spec.checks if c.visibility != PUBLIC]
-    leaky = build.derive_public_checks((SOLUTIONS_DIR / name / "checks.py").read_text(), name=name,
-                                       public=[c.run.__name__ for c in spec.checks], hidden=[])
-    assert all(c.run.__name__ in leaky.source for c in hidden)
-    reference = code_lines(SOLUTIONS_DIR / name / "reference_numpy.py")
-    assert any(line in (SOLUTIONS_DIR / name / "reference_numpy.py").read_text() for line in reference)
-    secret = hidden_inputs(name)[0]
-    np.save(tmp_path / "copy.npy", secret)
-    loaded = np.load(tmp_path / "copy.npy")
-    assert loaded.shape == secret.shape and np.allclose(loaded, secret, rtol=1e-6, atol=0)

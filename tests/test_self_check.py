@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -115,21 +114,22 @@ def test_make_check_runs_the_self_check(tmp_path: Path) -> None:
 
 
 def test_the_templates_last_cell_checks_the_notebook_itself(tmp_path: Path) -> None:
-    """A student's finished notebook, run in a real Jupyter kernel: its last cell runs `grader check` on it."""
+    """A student's finished notebook, run in a real Jupyter kernel from the kit's folder: its last cell, the student
+    kit's check(), checks what the kernel defined and shows the result inline."""
+    from grader.kit.build import build_kit
+
+    kit = build_kit("attention_scoring", out_dir=tmp_path)
     notebook = nbformat.read(ROOT / "solutions" / "attention_scoring" / SOLUTION_SOURCE, as_version=4)
-    template = nbformat.read(ROOT / "assignments" / "attention_scoring" / "attention_scoring.ipynb", as_version=4)
+    template = nbformat.read(kit / "attention_scoring.ipynb", as_version=4)
     notebook.cells += [c for c in template.cells if c.id in CHECK_CELL_IDS]
-    nbformat.write(notebook, tmp_path / "attention_scoring.ipynb")  # saved, as the cell above it asks
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # where `grader` is
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}})
-    client.execute(env={**os.environ, "PATH": path})
-    printed = "".join(o.get("text", "") for o in notebook.cells[-1].outputs)
-    assert "\033[32m" in printed  # IPython runs `!` lines in a terminal: colours, which Jupyter shows
-    printed = re.sub(r"\033\[[0-9;]*m", "", printed)
-    assert "grader check attention_scoring.ipynb: Attention scoring functions" in printed, printed
-    assert "All 15 public checks passed" in printed
-    assert (tmp_path / "grader-check" / "attention_scoring" / "report.html").is_file()
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(kit)}})
+    client.execute(env={k: v for k, v in os.environ.items() if k != "GRADER_KIT"})  # found from the folder
+    (shown,) = notebook.cells[-1].outputs  # one display: not also printed, not also the cell's value
+    assert shown.output_type == "display_data", shown
+    assert shown.data["text/html"].lstrip().startswith('<div class="grader-kit">')
+    printed = shown.data["text/plain"]
+    assert printed.startswith("Attention scoring functions (d2l 11.3) (attention_scoring), public checks only")
+    assert "All 15 public checks passed" in printed, printed
 
 
 HIDDEN_ONLY = """

@@ -52,8 +52,8 @@ Different scoring functions give different attention mechanisms. You will write:
 
 This file is the Python version of attention_scoring.ipynb, with the same contents: the instructions
 are in this docstring and in the comments of the `# %% [markdown]` cells, and the examples run under
-`if __name__ == "__main__":` (run `python attention_scoring.py`). When you are done, check your work
-with `grader check attention_scoring.py` (see the end of this file).
+`if __name__ == "__main__":` (run `python attention_scoring.py`), and then the check of your work
+(see the end of this file).
 """
 
 
@@ -410,9 +410,18 @@ _Write your answer here._
 # %% [markdown]
 # ## Check your work
 #
-# In a terminal, in this file's folder, run `grader check attention_scoring.py` (with the name you
-# gave this file, if you renamed it). It runs the assignment's public checks on your work in the
-# grader's sandbox, with the same inputs as when your instructor grades it, and prints each question's
-# result, what failed and the likely cause, and where your report (an HTML page) is. Hidden checks, on
-# other inputs, also count towards your grade: only your instructor runs them. The grader does not run
-# the check when it grades your work.
+# In a terminal, in this file's folder, run `python attention_scoring.py`: the lines below check your
+# work after the examples. The check runs the assignment's public checks on what your code defines,
+# with the same inputs as when your instructor grades it, and shows each question's result, what
+# failed and the likely cause. To check one question, call `check("q1")` (with its id) instead. Hidden
+# checks, on other inputs, also count towards your grade: they run only when your work is graded. The
+# check needs the grader installed (the wheel in your kit folder) and the kit's `grader-kit` folder
+# beside this file or in a folder above it. The grader does not run this check when it grades your
+# work.
+
+
+# %%
+if __name__ == "__main__":
+    from grader.kit import check
+
+    check()

@@ -33,9 +33,8 @@ With `query` of shape `(batch, Tq, dim)`, `value` and `key` of shape `(batch, Tv
 
 This file is the Python version of keras_additive_attention.ipynb, with the same contents: the
 instructions are in this docstring and in the comments of the `# %% [markdown]` cells, and the
-examples run under `if __name__ == "__main__":` (run `python keras_additive_attention.py`). When you
-are done, check your work with `grader check keras_additive_attention.py` (see the end of this
-file).
+examples run under `if __name__ == "__main__":` (run `python keras_additive_attention.py`), and then
+the check of your work (see the end of this file).
 """
 
 
@@ -100,9 +99,18 @@ if __name__ == "__main__":
 # %% [markdown]
 # ## Check your work
 #
-# In a terminal, in this file's folder, run `grader check keras_additive_attention.py` (with the name
-# you gave this file, if you renamed it). It runs the assignment's public checks on your work in the
-# grader's sandbox, with the same inputs as when your instructor grades it, and prints each question's
-# result, what failed and the likely cause, and where your report (an HTML page) is. Hidden checks, on
-# other inputs, also count towards your grade: only your instructor runs them. The grader does not run
-# the check when it grades your work.
+# In a terminal, in this file's folder, run `python keras_additive_attention.py`: the lines below
+# check your work after the examples. The check runs the assignment's public checks on what your code
+# defines, with the same inputs as when your instructor grades it, and shows each question's result,
+# what failed and the likely cause. To check one question, call `check("q1")` (with its id) instead.
+# Hidden checks, on other inputs, also count towards your grade: they run only when your work is
+# graded. The check needs the grader installed (the wheel in your kit folder) and the kit's
+# `grader-kit` folder beside this file or in a folder above it. The grader does not run this check
+# when it grades your work.
+
+
+# %%
+if __name__ == "__main__":
+    from grader.kit import check
+
+    check()

@@ -7,6 +7,7 @@ notebook in VS Code, Spyder or Jupytext and runs as a script.
   ``if __name__ == "__main__":``, so importing the file, as the grader does, defines the answers without running
   the examples. IPython lines (``%magic``, ``!shell``) are commented out: they are not Python.
 - A written-answer cell (tagged ``answer:<id>``) is the string ``ANSWER_<ID>``, where the grader looks for it.
+- The file ends with the student kit's check, under ``if __name__ == "__main__":``, after the examples.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Collection
 
 from nbformat import NotebookNode
 
-from grader.assign.student_notebook import CHECK_CELL_IDS, answer_id, check_your_work, wrap_paragraphs
+from grader.assign.student_notebook import CHECK_CELL_IDS, CHECK_CODE, answer_id, check_your_work, wrap_paragraphs
 from grader.discover.program import PLACEHOLDER_ANSWER
 from grader.errors import ConfigurationError
 
@@ -64,8 +65,8 @@ def python_version(notebook: NotebookNode, *, name: str, demos: Collection[str] 
     usage = wrap_paragraphs(
         f"This file is the Python version of {name}.ipynb, with the same contents: the instructions are in this "
         f"docstring and in the comments of the `# %% [markdown]` cells, and the examples run under "
-        f'`if __name__ == "__main__":` (run `python {name}.py`). When you are done, check your work with '
-        f"`grader check {name}.py` (see the end of this file).")
+        f'`if __name__ == "__main__":` (run `python {name}.py`), and then the check of your work (see the end of '
+        f"this file).")
     blocks = [_docstring(f"{intro.source.rstrip()}\n\n{usage}", name=name)]
     for cell in cells:
         if cell.get("id") in CHECK_CELL_IDS:
@@ -77,6 +78,8 @@ def python_version(notebook: NotebookNode, *, name: str, demos: Collection[str] 
         elif cell.cell_type == "code":
             blocks.append(_code_block(cell, name=name, demo=cell.get("id") in demos))
     blocks.append(f"# %% [markdown]\n{_comment(check_your_work(name, kind='python'))}")
+    check = "\n".join(f"    {line}" if line else "" for line in CHECK_CODE.splitlines())
+    blocks.append(f'# %%\nif __name__ == "__main__":\n{check}')
     text = "\n\n\n".join(blocks) + "\n"
     ast.parse(text)  # every part parsed on its own above; this catches a docstring that ends early
     return text

@@ -3,8 +3,8 @@
 Each cell keeps its id (so regenerating gives the same file, and a diff shows what changed), its source with the
 marked solutions replaced by stubs (``markers``), and of its metadata only the tags students need (``answer:<id>``,
 which is how the grader finds a written answer). Outputs and execution counts are dropped. Two cells are added at
-the end: how to check your work, and the ``!grader check`` line that does it (a shell line, which the grader skips
-when it grades the notebook).
+the end: how to check your work, and the student kit's ``check()`` that does it (in a notebook the grader grades,
+``grader`` is a stand-in whose ``check`` does nothing).
 """
 
 from __future__ import annotations
@@ -36,21 +36,24 @@ def wrap_paragraphs(text: str) -> str:
         for paragraph in text.split("\n\n"))
 
 
+CHECK_CODE = "from grader.kit import check\n\ncheck()"
+
+
 def check_your_work(name: str, *, kind: str) -> str:
     """The "Check your work" section that ends each template (markdown), for the notebook or the .py version."""
-    what = "these checks" if kind == "notebook" else "the check"
-    common = (f"It runs the assignment's public checks on your work in the grader's sandbox, with the same "
-              f"inputs as when your instructor grades it, and prints each question's result, what failed and the "
-              f"likely cause, and where your report (an HTML page) is. Hidden checks, on other inputs, also count "
-              f"towards your grade: only your instructor runs them. The grader does not run {what} when it "
-              f"grades your work.")
+    common = ("The check runs the assignment's public checks on what your code defines, with the same inputs as "
+              "when your instructor grades it, and shows each question's result, what failed and the likely cause. "
+              'To check one question, call `check("q1")` (with its id) instead. Hidden checks, on other inputs, also '
+              "count towards your grade: they run only when your work is graded. The check needs the grader "
+              "installed (the wheel in your kit folder) and the kit's `grader-kit` folder beside this file or in a "
+              "folder above it. The grader does not run this check when it grades your work.")
     if kind == "notebook":
         return "## Check your work\n\n" + wrap_paragraphs(
-            f"Save this notebook first (File > Save, or Ctrl+S): the check reads the saved file, not your screen. "
-            f"Then run the next cell (if you renamed this notebook, put its new name there). {common}")
+            "Run the cells above, then the next cell: the check uses what this notebook's kernel has defined, so "
+            f"after changing an answer, run its cell again (or Run All) before checking. {common}")
     return "## Check your work\n\n" + wrap_paragraphs(
-        f"In a terminal, in this file's folder, run `grader check {name}.py` (with the name you gave this file, "
-        f"if you renamed it). {common}")
+        f"In a terminal, in this file's folder, run `python {name}.py`: the lines below check your work after the "
+        f"examples. {common}")
 
 
 def _tags(cell: NotebookNode) -> list[str]:
@@ -103,7 +106,7 @@ def student_notebook(solution: NotebookNode, *, name: str) -> NotebookNode:
             raise ConfigurationError(f"{name}: the cell id {identifier!r} is kept for the generated self-check cell")
         cells.append(_student_cell(cell, identifier))
     cells.append(nbformat.v4.new_markdown_cell(check_your_work(name, kind="notebook"), id=CHECK_CELL_IDS[0]))
-    cells.append(nbformat.v4.new_code_cell(f"!grader check {name}.ipynb", id=CHECK_CELL_IDS[1]))
+    cells.append(nbformat.v4.new_code_cell(CHECK_CODE, id=CHECK_CELL_IDS[1]))
     metadata = {key: solution.metadata[key] for key in ("kernelspec", "language_info") if key in solution.metadata}
     metadata.setdefault("kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
     # `grader check` reads which assignment a notebook is from here, whatever the student renamed it to.

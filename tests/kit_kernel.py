@@ -27,11 +27,11 @@ import torch  # noqa: F401  (imported once, before the forks)
 from grader.discover.finder import KINDS, Submission
 from grader.discover.program import read_submission
 from grader.execute.child import stubs
-from grader.kit.runner import load_kit, run_kit
+from grader.kit.runner import Kit, load_kit, run_kit
 
 
-def verdicts(kit_folder: Path, path: Path, stubbed: list[str], withheld: list[str]) -> dict[str, Any]:
-    kit = load_kit(kit_folder)
+def kernel_namespace(kit: Kit, path: Path, stubbed: list[str], withheld: list[str]) -> dict[str, Any]:
+    """The names a kernel holds once it has run the submission's cells (in this process: fork first)."""
     submission = Submission(student=kit.student, path=path, kind=KINDS[path.suffix.lower()],
                             submitted_at=datetime.now(UTC))
     program = read_submission(submission, written_ids=[])
@@ -45,7 +45,12 @@ def verdicts(kit_folder: Path, path: Path, stubbed: list[str], withheld: list[st
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                 contextlib.suppress(BaseException):  # a cell that raises does not stop the next
             exec(compile("\n" * (unit.first_line - 1) + unit.source, unit.filename, "exec"), namespace)
-    result = run_kit(kit, namespace)
+    return namespace
+
+
+def verdicts(kit_folder: Path, path: Path, stubbed: list[str], withheld: list[str]) -> dict[str, Any]:
+    kit = load_kit(kit_folder)
+    result = run_kit(kit, kernel_namespace(kit, path, stubbed, withheld))
     return {c.check_id: {"status": c.status, "diagnosis": c.diagnosis.variant if c.diagnosis else None,
                          "message": c.message} for c in result.checks}
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.kit.display import KitReport
-from grader.kit.runner import cached_kit, find_kit, run_kit
+from grader.kit.runner import cached_kit, find_kit, grader_only_notes, run_kit
 
 __all__ = ["KitReport", "check", "run"]
 
@@ -33,7 +33,8 @@ def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Pat
     loaded = cached_kit(folder if folder.name != "kit.json" else folder.parent)
     result = run_kit(loaded, namespace, questions)
     unchecked = tuple(item for item in loaded.unchecked if not questions or item[0] in questions)
-    return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started)
+    return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started,
+                     grader_only_notes(loaded, questions))
 
 
 def _in_kernel() -> bool:

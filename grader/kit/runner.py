@@ -9,6 +9,7 @@ restart), and what the kit does not have: the reference a question is graded wit
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import random
 import sys
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from grader.check.context import CheckContext
-from grader.check.runner import SubmissionRunner, _QuestionRun, not_run
+from grader.check.runner import SubmissionRunner, _QuestionRun
 from grader.check.spec import Assignment, CheckSpec, Question
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
@@ -44,7 +45,7 @@ class Kit:
     assignment: Assignment
     unchecked: tuple[tuple[str, str], ...]
     has_hidden: bool
-    grader_only: dict[str, str]  # check id -> why only the grader runs it
+    grader_only: dict[str, str]  # check id -> why only the grader runs it (left out of the kit's result)
     provided: tuple[tuple[str, str], ...]  # (file name, source) of the harness files questions use
     calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -109,6 +110,13 @@ def load_kit(folder: Path) -> Kit:
     return Kit(folder, data["assignment"], data["title"], data["student"], assignment,
                tuple((q, t) for q, t in data["unchecked"]), bool(data["has_hidden"]),
                {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided, data["calls"])
+
+
+def grader_only_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:
+    """What the kit leaves to the grader, one line per check, for the report."""
+    return tuple(f"Checked when graded, not here: {c.question} \"{c.title}\" ({kit.grader_only[c.id]})."
+                 for c in kit.assignment.checks
+                 if c.id in kit.grader_only and (not questions or c.question in questions))
 
 
 _LOADED: dict[Path, tuple[float, Kit]] = {}
@@ -194,10 +202,6 @@ class KitRunner(SubmissionRunner):
             code = StudentCode(KernelSession(self.calls), naming=question.naming,  # type: ignore[arg-type]
                                convention=question.convention)
             for check in checks:
-                reason = self.kit.grader_only.get(check.id)
-                if reason:
-                    run.checks.append(not_run(check, self._seed(check), f"not run by the kit: {reason}"))
-                    continue
                 run.checks.append(self._run_check(check, code, shrink=False))
             run.notes += [note for note in code.notes if note not in run.notes]
             code.settle(ignore_errors=True)
@@ -207,7 +211,8 @@ class KitRunner(SubmissionRunner):
 
 def run_kit(kit: Kit, namespace: dict[str, Any], questions: Sequence[str] = ()) -> SubmissionResult:
     """The kit's public checks (of ``questions``, or all) on the names in ``namespace``."""
-    assignment = kit.assignment
+    assignment = _only(kit.assignment, [q.id for q in kit.assignment.questions])
+    assignment.checks = [c for c in assignment.checks if c.id not in kit.grader_only]  # said in the report's notes
     if questions:
         unknown = sorted(set(questions) - {q.id for q in assignment.questions} - {q for q, _ in kit.unchecked})
         if unknown:
@@ -224,8 +229,6 @@ def run_kit(kit: Kit, namespace: dict[str, Any], questions: Sequence[str] = ()) 
 
 
 def _only(assignment: Assignment, questions: Sequence[str]) -> Assignment:
-    import copy
-
     chosen = copy.copy(assignment)
     chosen.questions = tuple(q for q in assignment.questions if q.id in questions)
     chosen.checks = [c for c in assignment.checks if c.question in questions]

@@ -74,9 +74,12 @@ soak: $(STAMP)
 gradescope: $(STAMP)
 	$(BIN)/grader gradescope $(ASSIGNMENT)
 
-# The README's pictures: the sample class's dashboard and one student's report, as headless Chromium shows them.
+# The README's pictures: the sample class's dashboard, one student's report and the student kit's output in a
+# notebook (tests/kit_notebook.py), as headless Chromium shows them.
 screenshots: system-deps grade
 	$(BIN)/python -m tests.browser $(OUT) docs/screenshots --student mistake_softmax_axis
+	$(BIN)/python -m tests.kit_notebook out/kit-fragment.html
+	$(BIN)/python -m tests.browser docs/screenshots --kit out/kit-fragment.html
 
 clean:
 	rm -rf out dist .pytest_cache .ruff_cache

@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install kit system-deps grade check test lint bench soak screenshots gradescope clean
+.PHONY: install kit system-deps grade check test lint bench bench-kit soak screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -63,6 +63,10 @@ test: system-deps lint
 # BENCH_ARGS, e.g. "--students 100 --large 0", makes it shorter.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmark $(BENCH_ARGS)
+
+# How long the student kit's check() takes in a kernel, per question and per assignment (tests/kit_benchmark.py).
+bench-kit: $(STAMP)
+	$(BIN)/python -m tests.kit_benchmark
 
 # The sample classes graded again and again through threads, job processes and Dask while a spinning process per
 # core competes for the CPU, each results.json compared with a calm run's (tests/soak.py; 25 minutes on 2 busy

@@ -9,3 +9,5 @@ ASSIGNMENTS_DIR = PROJECT_ROOT / "assignments"
 PACKAGED_TEMPLATES = "templates"
 _PACKAGED = Path(__file__).resolve().parent / PACKAGED_TEMPLATES
 TEMPLATES_DIR = _PACKAGED if _PACKAGED.is_dir() else PROJECT_ROOT / "templates"
+# What a student installs and runs: copied into every kit (named for its assignment) and the kit wheel's description.
+STUDENT_GUIDE = PROJECT_ROOT / "docs" / "student-kit.md"

@@ -37,3 +37,14 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
     """The bundled sample class graded once, as `make grade` does."""
     return grade_class(assignment="attention_scoring", submissions_dir=SAMPLES,
                        out_dir=tmp_path_factory.mktemp("sample") / "out", jobs=2)
+
+
+@pytest.fixture(scope="session")
+def kits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every assignment's student kit, built once (`grader kit --no-wheel`): dist/<name>/."""
+    from grader.kit.build import build_kit
+
+    out = tmp_path_factory.mktemp("kits")
+    for name in ("attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10"):
+        build_kit(name, out_dir=out)
+    return out

@@ -24,13 +24,6 @@ ASSIGNMENTS = ("attention_scoring", "bahdanau_attention", "keras_additive_attent
 SOURCES = ("reference_numpy.py", "reference_torch.py", "variants.py")
 
 
-@pytest.fixture(scope="module")
-def kits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    for name in ASSIGNMENTS:
-        build.build_kit(name, out_dir=out)
-    return out
-
 
 def kit_text(folder: Path, *, own: bool = False) -> str:
     """Every text the kit holds: its files' text, and the names inside a wheel, if any; ``own``: only what the kit

@@ -7,18 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from grader.kit.build import build_kit
-
 from .browser import chromium, chromium_path, open_fragment, watched_page
 from .kit_notebook import SAMPLE, kit_output
 
 
 @pytest.mark.slow
-def test_a_check_cell_in_a_kernel_shows_the_mistake_with_heatmaps_in_a_browser(tmp_path: Path) -> None:
+def test_a_check_cell_in_a_kernel_shows_the_mistake_with_heatmaps_in_a_browser(kits: Path, tmp_path: Path) -> None:
     if chromium_path() is None:
         pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
-    kit = build_kit("attention_scoring", out_dir=tmp_path / "dist")
-    html, text = kit_output(kit, SAMPLE.read_text(encoding="utf-8"))
+    html, text = kit_output(kits / "attention_scoring", SAMPLE.read_text(encoding="utf-8"))
     assert "Likely cause: softmax over the queries axis" in text
     with chromium() as browser, watched_page(browser, viewport={"width": 1000, "height": 700}) as (page, watch):
         open_fragment(page, html, tmp_path)

@@ -22,7 +22,6 @@ from grader.check.load import load_assignment
 from grader.discover.finder import KINDS, Submission
 from grader.execute import isolation
 from grader.execute.workers import Worker
-from grader.kit.build import build_kit
 from grader.kit.bundle import KIT_FOLDER, KIT_STUDENT, read_json
 from grader.layout import PROJECT_ROOT
 from grader.pipeline.self_check import public_only
@@ -38,13 +37,6 @@ def samples(name: str) -> list[Path]:
     files = [*(SUBMISSIONS / name).iterdir(), *(SUBMISSIONS / "real_style" / name).iterdir()]
     return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ipynb"))
 
-
-@pytest.fixture(scope="module")
-def kits(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    for name in ASSIGNMENTS:
-        build_kit(name, out_dir=out)
-    return out
 
 
 def start_kernel(kit: Path, name: str, files: list[Path], out: Path) -> subprocess.Popen:

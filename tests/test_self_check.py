@@ -113,12 +113,10 @@ def test_make_check_runs_the_self_check(tmp_path: Path) -> None:
     assert f"Report: {tmp_path / 'out' / 'ana' / 'report.html'}" in passed.stdout
 
 
-def test_the_templates_last_cell_checks_the_notebook_itself(tmp_path: Path) -> None:
+def test_the_templates_last_cell_checks_the_notebook_itself(kits: Path) -> None:
     """A student's finished notebook, run in a real Jupyter kernel from the kit's folder: its last cell, the student
     kit's check(), checks what the kernel defined and shows the result inline."""
-    from grader.kit.build import build_kit
-
-    kit = build_kit("attention_scoring", out_dir=tmp_path)
+    kit = kits / "attention_scoring"
     notebook = nbformat.read(ROOT / "solutions" / "attention_scoring" / SOLUTION_SOURCE, as_version=4)
     template = nbformat.read(kit / "attention_scoring.ipynb", as_version=4)
     notebook.cells += [c for c in template.cells if c.id in CHECK_CELL_IDS]

@@ -30,10 +30,12 @@ from grader.execute import isolation
 from grader.execute.student import ReplayedCode, StudentCode, StudentFunction
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
 from grader.kit.derive import derive_public_checks
-from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
+from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE
 from grader.results import PUBLIC
 
 DIST_DIR = PROJECT_ROOT / "dist"
+GUIDE_EXAMPLE = "attention_scoring"
+KIT_GUIDE = "CHECKING.md"
 SOLUTION_NOTEBOOK = "solution.ipynb"
 CHECKS_MODULE = "checks.py"
 PROVIDED = "provided"
@@ -315,4 +317,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
     for path in sorted((assignments_dir / name).iterdir()) if (assignments_dir / name).is_dir() else []:
         if path.is_file():
             shutil.copyfile(path, kit / path.name)
+    if STUDENT_GUIDE.is_file():  # written for the example assignment; the kit's own name in its place
+        guide = STUDENT_GUIDE.read_text(encoding="utf-8").replace(GUIDE_EXAMPLE, name)
+        (kit / KIT_GUIDE).write_text(guide, encoding="utf-8")
     return kit

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.errors import ConfigurationError
-from grader.layout import PACKAGED_TEMPLATES, PROJECT_ROOT, TEMPLATES_DIR
+from grader.layout import PACKAGED_TEMPLATES, PROJECT_ROOT, STUDENT_GUIDE, TEMPLATES_DIR
 
 # What `import grader.kit` and a kit check import from outside the standard library (grader/report/notebook.py
 # brings bleach, grader/discover brings nbformat and yaml), with pyproject.toml's ranges where it has one. IPython is
@@ -63,6 +63,10 @@ def kit_metadata(metadata: str) -> str:
              if not line.startswith(("Requires-Dist:", "Provides-Extra:"))]
     at = next((i for i, line in enumerate(lines) if line.startswith("Requires-Python:")), len(lines) - 1) + 1
     lines[at:at] = [f"Requires-Dist: {requirement}" for requirement in KIT_REQUIREMENTS]
+    # The student's guide, not the course's README (which is about grading a class), is what pip show and an index
+    # would show a student.
+    if STUDENT_GUIDE.is_file():
+        description = STUDENT_GUIDE.read_text(encoding="utf-8")
     return "\n".join(lines) + "\n\n" + description
 
 

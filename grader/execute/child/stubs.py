@@ -69,15 +69,19 @@ class Sink:
         return repr(self)
 
 
+KIT_MODULES = ("grader", "grader.kit")  # all of the grader a graded notebook can import: the kit's check, a no-op
+
+
+def _kit_check(*args: Any, **kwargs: Any) -> None:
+    """The student kit's check() while the grader grades: the grader checks."""
+
+
 class KitStub(types.ModuleType):
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self.__path__: list[str] = []
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") and attr.endswith("__"):
-            raise AttributeError(attr)
-        return Sink(f"{self.__name__}.{attr}")
+        self.__path__: list[str] = []  # no other submodule is found in it: grader.check is not importable
+        if name == "grader.kit":
+            self.check = self.run = _kit_check
 
 
 class StubModule(types.ModuleType):
@@ -532,6 +536,8 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         top = fullname.split(".")[0]
+        if top == "grader" and fullname not in KIT_MODULES:
+            return None
         if top in STUBBED_TOP_LEVEL or top in self.stubbed:
             return importlib.machinery.ModuleSpec(fullname, self)
         return None

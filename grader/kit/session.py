@@ -4,13 +4,11 @@
 from __future__ import annotations
 
 import sys
-import traceback
 import types
 from collections import deque
 from pathlib import Path
 from typing import Any
 
-from grader.execute.child import values
 from grader.execute.child.calls import Calls
 from grader.execute.limits import Limits
 
@@ -42,16 +40,8 @@ class KernelCalls(Calls):
     def limit_memory(self, budget: int) -> None:
         raise KitCannot("a memory budget is enforced by the grader's own process only")
 
-    def describe_exception(self, exc: BaseException) -> dict[str, Any]:
-        """As the student's process in the grader describes it: the frames in the student's code only."""
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if _student_frame(f.filename)]
-        try:
-            message = str(exc)
-        except BaseException:
-            message = "<unprintable message>"
-        where = [frames[-1].filename, frames[-1].lineno, frames[-1].name, frames[-1].line or ""] if frames else None
-        return {"type": values.type_name(exc), "message": message[:2000],
-                "traceback": "".join(traceback.format_list(frames))[-4000:], "where": where}
+    def student_frame(self, filename: str) -> bool:
+        return _student_frame(filename)
 
 
 class KernelSession:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import random
+import traceback
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,8 @@ except ImportError:  # the student's process, which runs this folder's modules b
 
 
 class Calls:
-    """Answers requests against ``namespace``; ``describe_exception`` and ``limit_memory`` are the caller's."""
+    """Answers requests against ``namespace``; which frames are the student's and how a memory budget is enforced
+    are the caller's."""
 
     namespace: dict[str, Any]
     device: str = "cpu"
@@ -33,6 +35,20 @@ class Calls:
     def limit_memory(self, budget: int) -> None:
         """Allow ``budget`` more bytes for the rest of the question (a call's memory budget)."""
         raise NotImplementedError
+
+    def student_frame(self, filename: str) -> bool:
+        """Whether a traceback's frame in ``filename`` is the student's code (only those are told)."""
+        raise NotImplementedError
+
+    def describe_exception(self, exc: BaseException) -> dict[str, Any]:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if self.student_frame(f.filename)]
+        try:
+            message = str(exc)
+        except BaseException:
+            message = "<unprintable message>"
+        where = [frames[-1].filename, frames[-1].lineno, frames[-1].name, frames[-1].line or ""] if frames else None
+        return {"type": values.type_name(exc), "message": message[:2000],
+                "traceback": "".join(traceback.format_list(frames))[-4000:], "where": where}
 
     def handle(self, header: dict[str, Any], blobs: list[bytes], out: list[bytes], refs: dict[int, Any]) -> dict:
         op = header["op"]

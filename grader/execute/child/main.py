@@ -31,7 +31,6 @@ import random  # noqa: E402
 import resource  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
-import traceback  # noqa: E402
 import types  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -196,16 +195,8 @@ class Runner(calls.Calls):
         else:
             _limit_device_memory(budget, self.device)
 
-    def describe_exception(self, exc: BaseException) -> dict[str, Any]:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename in self.filenames]
-        lines = traceback.format_list(frames) if frames else []
-        try:
-            message = str(exc)
-        except BaseException:
-            message = "<unprintable message>"
-        where = [frames[-1].filename, frames[-1].lineno, frames[-1].name, frames[-1].line or ""] if frames else None
-        return {"type": values.type_name(exc), "message": message[:2000],
-                "traceback": "".join(lines)[-4000:], "where": where}
+    def student_frame(self, filename: str) -> bool:
+        return filename in self.filenames
 
     # ----- one question, in a fork -----------------------------------------------------------------------------
     def serve_question(self, request: dict[str, Any]) -> None:

@@ -28,6 +28,11 @@ class Submission:
     # Why the file must not or cannot be read (a link out of the folder, a folder named like a file, ...), found
     # while discovering; reading the submission then refuses it with this message.
     problem: str = ""
+    # Who it is, as a course platform's download names them (Moodle's full name), for the pages: the student id
+    # stays the platform's own number. And what the platform's import needs to find the student again: (key,
+    # value) pairs such as ("moodle_folder", "Ana Díaz_1234_assignsubmission_file_") or ("canvas_user", "5678").
+    name: str = ""
+    origin: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,12 @@
   ``submitted/<student>/<assignment>/*.ipynb`` with ``timestamp.txt`` (``nbgrader``);
 - ``gradescope``: an unpacked "Download Submissions" export, ``submission_metadata.yml`` beside one folder per
   submission; or the one folder the zip unpacked into (``gradescope_export``).
+- ``moodle``: an unpacked Moodle "Download all submissions" zip, ``<full name>_<participant id>_assignsubmission_file``
+  folders (or files with that prefix); or the one folder the zip unpacked into (``moodle``).
 
 ``auto`` recognises them in that order of evidence: the export's metadata file, nbgrader's ``submitted/`` folder or
 its ``timestamp.txt`` files, else flat.
+A Moodle download is recognised after Gradescope's metadata file and before nbgrader, by its participants' names.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from pathlib import Path
 
 from grader.discover.finder import IGNORED_DIRS, Skipped, Submission, discover_flat
 from grader.discover.gradescope_export import METADATA, discover_gradescope_export
+from grader.discover.moodle import EXPECTED, discover_moodle, moodle_download_in
 from grader.discover.nbgrader import TIMESTAMP, discover_nbgrader
 from grader.errors import ConfigurationError
 
 FLAT, NBGRADER, GRADESCOPE = "flat", "nbgrader", "gradescope"
 LAYOUTS = ("auto", FLAT, NBGRADER, GRADESCOPE)
+MOODLE = "moodle"
+LAYOUTS = (*LAYOUTS, MOODLE)
 # Folders an unpacked zip may hold beside what it carries (macOS's resource forks).
 _CLUTTER = {"__MACOSX"}
 
@@ -36,6 +42,9 @@ class Layout:
         """One line for the command's output, e.g. 'Submissions: nbgrader layout (submitted/<student>/...) ...'."""
         where = "" if self.folder == directory else f" in {self.folder.relative_to(directory)}/"
         how = "detected" if self.detected else "as asked"
+        if self.name == MOODLE:
+            return (f"Submissions: a Moodle download{where} ({how}: {EXPECTED}); students by participant id; "
+                    "no submission times (the zip's are the download's): Moodle marks late submissions itself")
         if self.name == GRADESCOPE:
             return (f"Submissions: a Gradescope export{where} ({how}: {METADATA}); students by SID (else e-mail), "
                     f"submission times from its :created_at:")
@@ -88,6 +97,12 @@ def detect_layout(directory: Path, layout: str = "auto") -> Layout:
         if layout == GRADESCOPE:
             raise ConfigurationError(f"{directory} holds no {METADATA}: unpack Gradescope's \"Download Submissions\" "
                                      "zip and grade the folder it made")
+    if layout in ("auto", MOODLE):
+        if (download := moodle_download_in(directory)) is not None:
+            return Layout(MOODLE, download, detected)
+        if layout == MOODLE:
+            raise ConfigurationError(f"{directory} holds no Moodle submissions ({EXPECTED}...): unpack Moodle's "
+                                     "\"Download all submissions\" zip and grade the folder it made")
     if layout in ("auto", NBGRADER):
         if (submitted := _nbgrader_in(directory)) is not None:
             return Layout(NBGRADER, submitted, detected)
@@ -105,6 +120,8 @@ def discover(directory: Path, *, layout: str = "auto",
     found = detect_layout(directory, layout)
     if found.name == GRADESCOPE:
         return discover_gradescope_export(found.folder, directory=directory)
+    if found.name == MOODLE:
+        return discover_moodle(found.folder, directory=directory)
     if found.name == NBGRADER:
         return discover_nbgrader(found.folder, directory=directory, assignment=assignment)
     return discover_flat(directory)

@@ -7,10 +7,13 @@
   submission; or the one folder the zip unpacked into (``gradescope_export``).
 - ``moodle``: an unpacked Moodle "Download all submissions" zip, ``<full name>_<participant id>_assignsubmission_file``
   folders (or files with that prefix); or the one folder the zip unpacked into (``moodle``).
+- ``canvas``: an unpacked Canvas "Download Submissions" zip, files named
+  ``<lastfirst>[_LATE]_<user id>_<attachment id>_<file name>``; or the one folder the zip unpacked into (``canvas``).
 
 ``auto`` recognises them in that order of evidence: the export's metadata file, nbgrader's ``submitted/`` folder or
 its ``timestamp.txt`` files, else flat.
 A Moodle download is recognised after Gradescope's metadata file and before nbgrader, by its participants' names.
+A Canvas download is recognised after Moodle's and before nbgrader, by its files' names.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.discover.canvas import EXPECTED as CANVAS_EXPECTED
+from grader.discover.canvas import canvas_download_in, discover_canvas
 from grader.discover.finder import IGNORED_DIRS, Skipped, Submission, discover_flat
 from grader.discover.gradescope_export import METADATA, discover_gradescope_export
 from grader.discover.moodle import EXPECTED, discover_moodle, moodle_download_in
@@ -28,6 +33,8 @@ FLAT, NBGRADER, GRADESCOPE = "flat", "nbgrader", "gradescope"
 LAYOUTS = ("auto", FLAT, NBGRADER, GRADESCOPE)
 MOODLE = "moodle"
 LAYOUTS = (*LAYOUTS, MOODLE)
+CANVAS = "canvas"
+LAYOUTS = (*LAYOUTS, CANVAS)
 # Folders an unpacked zip may hold beside what it carries (macOS's resource forks).
 _CLUTTER = {"__MACOSX"}
 
@@ -45,6 +52,9 @@ class Layout:
         if self.name == MOODLE:
             return (f"Submissions: a Moodle download{where} ({how}: {EXPECTED}); students by participant id; "
                     "no submission times (the zip's are the download's): Moodle marks late submissions itself")
+        if self.name == CANVAS:
+            return (f"Submissions: a Canvas download{where} ({how}: {CANVAS_EXPECTED}); students by Canvas user "
+                    "id; submission times from the files' modification times; Canvas's LATE mark kept as a note")
         if self.name == GRADESCOPE:
             return (f"Submissions: a Gradescope export{where} ({how}: {METADATA}); students by SID (else e-mail), "
                     f"submission times from its :created_at:")
@@ -103,6 +113,12 @@ def detect_layout(directory: Path, layout: str = "auto") -> Layout:
         if layout == MOODLE:
             raise ConfigurationError(f"{directory} holds no Moodle submissions ({EXPECTED}...): unpack Moodle's "
                                      "\"Download all submissions\" zip and grade the folder it made")
+    if layout in ("auto", CANVAS):
+        if (canvas := canvas_download_in(directory)) is not None:
+            return Layout(CANVAS, canvas, detected)
+        if layout == CANVAS:
+            raise ConfigurationError(f"{directory} holds no Canvas submissions ({CANVAS_EXPECTED}): unpack "
+                                     "Canvas's \"Download Submissions\" zip and grade the folder it made")
     if layout in ("auto", NBGRADER):
         if (submitted := _nbgrader_in(directory)) is not None:
             return Layout(NBGRADER, submitted, detected)
@@ -122,6 +138,8 @@ def discover(directory: Path, *, layout: str = "auto",
         return discover_gradescope_export(found.folder, directory=directory)
     if found.name == MOODLE:
         return discover_moodle(found.folder, directory=directory)
+    if found.name == CANVAS:
+        return discover_canvas(found.folder, directory=directory)
     if found.name == NBGRADER:
         return discover_nbgrader(found.folder, directory=directory, assignment=assignment)
     return discover_flat(directory)

@@ -18,7 +18,7 @@ import hashlib
 import itertools
 from collections.abc import Sequence
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from markupsafe import Markup
@@ -30,6 +30,9 @@ from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
 from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SmallestCase, SubmissionResult, TensorDiff
+
+if TYPE_CHECKING:
+    from grader.similar import Pair, SimilarityReport
 
 OUTPUT_SHOWN = 6000  # characters of one cell's output on a page; the rest is cut from the middle
 STATUS_LABELS = {"not_run": "not run", "internal_error": "grader error"}
@@ -149,7 +152,9 @@ def render_instructor_report(result: SubmissionResult, *, title: str, submission
 
 
 def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped: Sequence[Any] = (),
-                     max_score: float) -> str:
+                     max_score: float, similarity: SimilarityReport | None = None) -> str:
+    """The class dashboard; with ``similarity`` (grader.similar.write_similarity), its "Similar submissions"
+    section."""
     ordered = sorted(results, key=lambda r: r.student)
     stats = class_stats(ordered, max_score)
     script, csp = _dashboard_script()
@@ -157,4 +162,20 @@ def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped
                    stats=stats, histogram=histogram_svg(stats.histogram, max_score),
                    failed=[r for r in ordered if r.status != GRADED],
                    question_ids=[q.id for q in stats.questions], script=script, csp=csp,
-                   written=written_stats(ordered), dated=any(r.late is not None for r in ordered))
+                   written=written_stats(ordered), dated=any(r.late is not None for r in ordered),
+                   similarity=similarity)
+
+
+def render_similar_pair(pair: Pair, source_a: str, source_b: str, *, title: str, threshold: float) -> str:
+    """Two students' code side by side, what they share marked; each of a's marked stretches links to b's."""
+    from grader.similar.pages import marked
+
+    numbers_b: dict[tuple[int, int], int] = {}
+    for number, region in enumerate(pair.regions, 1):
+        numbers_b.setdefault(region.b, number)
+    # a b stretch several of a's pair with links back to the first; one none pairs with is marked, unlinked
+    spans_b = sorted({*pair.b_spans, *numbers_b})
+    return _render("similar_pair.html.j2", title=title, pair=pair, threshold=threshold,
+                   code_a=marked(source_a, [r.a for r in pair.regions], side="a", other="b",
+                                 numbers=range(1, len(pair.regions) + 1)),
+                   code_b=marked(source_b, spans_b, side="b", other="a", numbers=[numbers_b.get(s) for s in spans_b]))

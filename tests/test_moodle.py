@@ -123,6 +123,20 @@ def test_without_a_worksheet_the_columns_moodles_importer_matches(tmp_path: Path
     assert "q1" not in got[0]["Feedback comments"]
 
 
+def test_a_flat_download_gets_its_reports_back_after_each_prefix(tmp_path: Path) -> None:
+    submissions, _ = discover(copy_download(FIXTURES / "flat", tmp_path / "flat"))
+    out = tmp_path / "out"
+    for student in ("101", "102"):
+        (out / "students" / student).mkdir(parents=True)
+        (out / "students" / student / "report.html").write_text(f"<p>{student}</p>", encoding="utf-8")
+        (out / "students" / student / "instructor.html").write_text("secret", encoding="utf-8")
+    _, feedback = write_moodle_exports(out, submissions, [result("101", 62.5), result("102", 100.0)])
+    with zipfile.ZipFile(feedback) as archive:
+        assert {name: archive.read(name) for name in archive.namelist()} == {
+            "Ana Díaz_101_assignsubmission_file_report.html": b"<p>101</p>",
+            "José María Núñez-Ávila_102_assignsubmission_file_report.html": b"<p>102</p>"}
+
+
 def test_a_worksheet_that_is_not_moodles_is_refused(tmp_path: Path) -> None:
     submissions, _ = discover(copy_download(FIXTURES / "flat", tmp_path / "flat"))
     other = tmp_path / "grades.csv"

@@ -203,7 +203,7 @@ def test_a_layout_named_on_the_command_line_must_be_there(tmp_path: Path) -> Non
     with pytest.raises(ConfigurationError, match=r"holds no submission_metadata\.yml"):
         detect_layout(flat, "gradescope")
     with pytest.raises(ConfigurationError, match="unknown layout"):
-        detect_layout(flat, "moodle")
+        detect_layout(flat, "blackboard")
     write(tmp_path / "broken", "submission_metadata.yml", "submission_1: [unclosed\n")
     with pytest.raises(ConfigurationError, match=r"not a Gradescope submission_metadata\.yml the grader can read"):
         discover(tmp_path / "broken")

@@ -258,7 +258,8 @@ def test_the_instructor_page_holds_the_notebook_as_it_ran(sample_run: ClassRun) 
 
 def test_pages_are_self_contained(sample_run: ClassRun) -> None:
     pages = sorted(sample_run.out_dir.rglob("*.html"))
-    assert len(pages) == 1 + 2 * len(sample_run.results)
+    similar = list((sample_run.out_dir / "similar").glob("*.html"))  # the instructor's side-by-side pages
+    assert len(pages) == 1 + 2 * len(sample_run.results) + len(similar)
     for path in pages:
         text = path.read_text(encoding="utf-8")
         lowered = text.lower()
@@ -361,7 +362,7 @@ def test_a_copy_of_the_sample_pages_opens_with_relative_links_only(sample_run: C
     for path in copy.rglob("*.html"):
         for target in re.findall(r'href="([^"#][^"]*)"', path.read_text(encoding="utf-8")):
             if not target.startswith("data:"):
-                assert (path.parent / target).resolve().is_file(), (path, target)
+                assert (path.parent / target.split("#")[0]).resolve().is_file(), (path, target)
 
 
 def test_markdown_rendered_once_for_the_class_is_each_notebooks_own_and_still_cleaned() -> None:

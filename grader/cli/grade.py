@@ -14,6 +14,8 @@ from grader.discover import LAYOUTS, detect_layout
 from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
+from grader.pipeline.handback import Handback
+from grader.similar.pages import DEFAULT_THRESHOLD
 
 
 def _print_plan(to_grade: int, unchanged: int) -> None:
@@ -54,6 +56,13 @@ def _print_adjustments(run: ClassRun) -> None:
         print(f"warning: {problem}", file=sys.stderr)
 
 
+def _handback(args: argparse.Namespace) -> Handback:
+    return Handback(similarity_threshold=None if args.no_similarity else args.similarity_threshold,
+                    moodle_worksheet=Path(args.moodle_worksheet) if args.moodle_worksheet else None,
+                    canvas_gradebook=Path(args.canvas_gradebook) if args.canvas_gradebook else None,
+                    canvas_column=args.canvas_column)
+
+
 def _grade(args: argparse.Namespace) -> int:
     _print_sandbox(args.sandbox, args.device)
     print(detect_layout(Path(args.submissions), args.layout).describe(Path(args.submissions)), flush=True)
@@ -67,7 +76,7 @@ def _grade(args: argparse.Namespace) -> int:
                           out_dir=Path(args.out), jobs=args.jobs, solutions_dir=Path(args.solutions),
                           device=args.device, force=args.force, limit_overrides=args.limit, sandbox=args.sandbox,
                           layout=args.layout, progress=display.advance, planned=planned, late=_late_override(args),
-                          students=args.student, scheduler=args.scheduler)
+                          students=args.student, scheduler=args.scheduler, handback=_handback(args))
     graded = sum(1 for r in run.summaries if r.status == "graded")
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.summaries)}" \
         if run.unchanged else ""
@@ -94,6 +103,10 @@ def _grade(args: argparse.Namespace) -> int:
               f"{run.job_peak_mib} MiB each")
     else:
         print(f"Peak memory of the grader: {peak:.0f} MiB")
+    for folder in ("moodle", "canvas"):
+        if (Path(args.out) / folder).is_dir():
+            print(f"For {folder.capitalize()}: {(Path(args.out) / folder).resolve()} (see the README's \"Grading "
+                  "your class\" for the uploads)")
     print(f"Dashboard: {run.dashboard.resolve()}")
     if run.internal_errors:
         print(f"error: the grader failed on {run.internal_errors} check(s); see the reports", file=sys.stderr)
@@ -123,7 +136,21 @@ def register(commands: argparse._SubParsersAction) -> None:
                        help="how the submissions folder is laid out: auto (detected, the default), flat "
                             "(<student>.ipynb, <student>.py or <student>/), nbgrader "
                             "(submitted/<student>/<assignment>/), gradescope (an unpacked \"Download Submissions\" "
-                            "export, with submission_metadata.yml)")
+                            "export, with submission_metadata.yml), moodle (an unpacked \"Download all submissions\" "
+                            "zip), canvas (an unpacked \"Download Submissions\" zip)")
+    grade.add_argument("--moodle-worksheet", metavar="CSV",
+                       help="the grading worksheet downloaded from Moodle: OUT/moodle/grading-worksheet.csv is it, "
+                            "filled in (without it, the columns Moodle's upload needs)")
+    grade.add_argument("--canvas-gradebook", metavar="CSV",
+                       help="the gradebook exported from Canvas: OUT/canvas/gradebook-import.csv is it with this "
+                            "assignment's column filled in, for Canvas's gradebook import")
+    grade.add_argument("--canvas-column", metavar="NAME",
+                       help="the gradebook's column for this assignment (its header, title or id), when its title "
+                            "does not tell")
+    grade.add_argument("--similarity-threshold", type=float, default=DEFAULT_THRESHOLD, metavar="SHARE",
+                       help="list on the dashboard the pairs of students whose own code (template and textbook "
+                            f"code aside) is at least this share in common for either (default {DEFAULT_THRESHOLD})")
+    grade.add_argument("--no-similarity", action="store_true", help="do not compare the submissions' code")
     grade.add_argument("--deadline", metavar="TIME",
                        help="the deadline for this run, instead of the assignment's: ISO 8601 with its offset, e.g. "
                             "2026-12-01T23:59:00+01:00, or a date, time and zone name ('2026-12-01 23:59 "

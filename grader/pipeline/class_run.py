@@ -33,6 +33,7 @@ from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.distributed import DaskGrading, Grading
 from grader.pipeline.fingerprint import grading_fingerprint
+from grader.pipeline.handback import Handback, similarity, write_platform_files
 from grader.pipeline.job_processes import PROCESSES_FROM, JobProcesses, JobSettings, PagesSettings
 from grader.pipeline.resume import check_students, plan_resume
 from grader.pipeline.stage_times import StageClock, StageTimes
@@ -134,7 +135,8 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
                 limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None,
                 late: LateOverride | None = None, students: Sequence[str] = (),
-                scheduler: str | None = None, job_processes: bool | None = None) -> ClassRun:
+                scheduler: str | None = None, job_processes: bool | None = None,
+                handback: Handback | None = None) -> ClassRun:
     """Grade every submission in ``submissions_dir`` into ``out_dir``; with ``students`` (``--student``), grade only
     theirs and report everyone else's stored result as it is (see ``resume``).
 
@@ -142,7 +144,8 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     isolation mode (auto, require, off; see grader.execute.isolation); ``layout`` the submissions folder's (auto,
     flat, nbgrader, gradescope; see grader.discover.layouts); ``scheduler`` the address of a Dask scheduler whose
     workers grade the submissions (grader.pipeline.distributed) instead of this machine's; ``job_processes`` whether
-    parallel jobs are processes or threads (None: processes for a large class; see job_processes.py).
+    parallel jobs are processes or threads (None: processes for a large class; see job_processes.py); ``handback``
+    what is written for the course beyond the grades (a platform's imports, similar submissions; handback.py).
     """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
     limits = spec.limits.with_overrides(limit_overrides)
@@ -154,14 +157,15 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
         return _grade_locked(spec, submissions, skipped, submissions_dir=submissions_dir, out_dir=out_dir, jobs=jobs,
                              device=device, force=force, limits=limits, layers=layers, progress=progress,
                              planned=planned, rule=rule, students=students, scheduler=scheduler,
-                             job_processes=job_processes)
+                             job_processes=job_processes, handback=handback or Handback())
 
 
 def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list[Skipped], *, submissions_dir: Path,
                   out_dir: Path, jobs: int | None, device: str, force: bool, limits: Limits, layers: Sandbox,
                   progress: Progress | None, planned: Planned | None,
                   rule: DeadlineRule | None = None, students: Sequence[str] = (),
-                  scheduler: str | None = None, job_processes: bool | None = None) -> ClassRun:
+                  scheduler: str | None = None, job_processes: bool | None = None,
+                  handback: Handback = Handback()) -> ClassRun:  # noqa: B008  (frozen: one shared default is safe)
     remove_partial_writes(out_dir)
     # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
     adjust = Adjustments(out_dir, spec, rule or deadline_rule(spec.deadline, spec.late, None))
@@ -236,10 +240,13 @@ def _grade_locked(spec: Assignment, submissions: list[Submission], skipped: list
     results = sorted(summaries, key=lambda r: r.student)
     # manual.csv written again, marks kept (also of students held back by --student, who have no result here)
     adjusted = adjust.finish(results, missing=(*plan.missing, *plan.held_back))
-    write_grades_csv(out_dir / "grades.csv", results)
+    write_grades_csv(out_dir / "grades.csv", results, submissions=by_student)
     write_lms_csv(out_dir / "lms.csv", results)
+    write_platform_files(out_dir, submissions, results, handback, title=spec.title)
+    similar = similarity(out_dir, spec.name, submissions, handback, title=spec.title)
     started = time.perf_counter()
-    dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=spec.max_score)
+    dashboard = render_dashboard(results, title=spec.title, skipped=skipped, max_score=spec.max_score,
+                                 similarity=similar)
     times = dataclasses.replace(times, dashboard_s=time.perf_counter() - started)
     write_text_atomic(out_dir / "index.html", dashboard)
     return ClassRun(spec.name, out_dir, tuple(results), tuple(skipped),

@@ -24,7 +24,7 @@ def write_student_files(out_dir: Path, result: SubmissionResult, title: str, sub
     started = time.perf_counter()
     if clock is not None:
         clock.add("record", started - recording)
-    page = render_student_report(result, title=title)
+    page = render_student_report(result, title=title, name=submission.name if submission is not None else "")
     rendered = time.perf_counter()
     instructor_page = render_instructor_report(result, title=title, submission=submission)
     done = time.perf_counter()

@@ -4,31 +4,42 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from grader.discover.canvas import canvas_late
+from grader.discover.finder import Submission
 from grader.record.atomic import write_text_atomic
 from grader.results import SubmissionResult
 
 LATE_COLUMNS = ("submitted_at", "deadline", "late_hours", "late_penalty")  # UTC times; hours after the deadline
 
 
-def write_grades_csv(path: Path, results: Sequence[SubmissionResult]) -> None:
+def write_grades_csv(path: Path, results: Sequence[SubmissionResult],
+                     submissions: Mapping[str, Submission] | None = None) -> None:
     """``score`` is the total: the checks' points, plus manual points, less the late penalty. Written questions
     worth points get a column each (empty until marked); when a deadline applies, four columns say when each
-    submission came (UTC) and what lateness cost."""
+    submission came (UTC) and what lateness cost. From a course platform's download (``submissions``), the
+    student's name and whether the platform marked the submission late."""
+    people = submissions or {}
+    named = any(s.name for s in people.values())
+    marked = any(canvas_late(s) for s in people.values())
     question_ids = [q.id for q in results[0].questions] if results else []
     written_ids = list(dict.fromkeys(m.question for r in results for m in r.manual if m.max_score))
     dated = any(r.late is not None for r in results)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "score", "max_score", "status", *question_ids, *written_ids, "source", "reason",
+    writer.writerow(["student", *(("name",) if named else ()), *(("marked_late",) if marked else ()),
+                     "score", "max_score", "status", *question_ids, *written_ids, "source", "reason",
                      "duration_s", *(LATE_COLUMNS if dated else ())])
     for result in sorted(results, key=lambda r: r.student):
         scores = {q.id: q.score for q in result.questions}
         marks = {m.question: m.points for m in result.manual}
         late = result.late
-        writer.writerow([result.student, f"{result.score:g}", f"{result.max_score:g}", result.status,
+        person = people.get(result.student)
+        writer.writerow([result.student, *((person.name if person else "",) if named else ()),
+                         *(("yes" if person and canvas_late(person) else "",) if marked else ()),
+                         f"{result.score:g}", f"{result.max_score:g}", result.status,
                          *(f"{scores.get(q, 0):g}" for q in question_ids),
                          *("" if marks.get(w) is None else f"{marks[w]:g}" for w in written_ids),
                          result.source, result.reason, f"{result.duration_s:.2f}",

@@ -132,9 +132,10 @@ def _printed_while_graded(result: SubmissionResult) -> bool:
     return any(q.stdout or q.stderr for q in result.questions)
 
 
-def render_student_report(result: SubmissionResult, *, title: str) -> str:
-    """The student's page: hidden checks show their name, result and a message that names no input or value."""
-    return _render("report.html.j2", r=for_student(result), title=title, instructor=False,
+def render_student_report(result: SubmissionResult, *, title: str, name: str = "") -> str:
+    """The student's page: hidden checks show their name, result and a message that names no input or value.
+    ``name``: the person's name, as a course platform's download gives it beside its id."""
+    return _render("report.html.j2", r=for_student(result), title=title, instructor=False, name=name,
                    printed_while_graded=_printed_while_graded(result))
 
 
@@ -147,6 +148,7 @@ def render_instructor_report(result: SubmissionResult, *, title: str, submission
     except Exception as exc:  # a notebook nbconvert cannot render costs the instructor that section, not the page
         notebook, why, raw = None, f"The {result.kind} could not be rendered ({type(exc).__name__}: {exc}).", None
     return _render("report.html.j2", r=result, title=title, instructor=True,
+                   name=submission.name if submission is not None else "",
                    printed_while_graded=_printed_while_graded(result), notebook=notebook, notebook_missing=why,
                    raw_source=raw, highlight_css=Markup(highlight_css()))
 

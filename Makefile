@@ -26,7 +26,7 @@ kit: $(STAMP)
 	$(BIN)/grader kit
 
 # System packages, as Debian names them, each with the command that shows it is there: bubblewrap isolates student
-# code (see the README's security model; without it the grader degrades and warns); chromium is the real browser
+# code (see docs/security.md; without it the grader degrades and warns); chromium is the real browser
 # the page tests drive (tests/test_browser.py, `make screenshots`). A no-op when both are there; as root with
 # apt-get it installs what is missing, otherwise it says what to install and fails.
 SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium
@@ -59,7 +59,7 @@ lint: $(STAMP)
 test: system-deps lint
 	$(BIN)/python -m pytest
 
-# This grader against a kernel-per-notebook baseline on a synthetic class (tests/benchmark.py; README "Speed").
+# This grader against a kernel-per-notebook baseline on a synthetic class (tests/benchmark.py; docs/performance.md).
 # BENCH_ARGS, e.g. "--students 100 --large 0", makes it shorter.
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmark $(BENCH_ARGS)
@@ -74,7 +74,7 @@ bench-kit: $(STAMP)
 soak: $(STAMP)
 	$(BIN)/python -m tests.soak $(SOAK_ARGS)
 
-# The Gradescope autograder zip for ASSIGNMENT (see the README's "Grading on Gradescope").
+# The Gradescope autograder zip for ASSIGNMENT (see docs/gradescope.md).
 gradescope: $(STAMP)
 	$(BIN)/grader gradescope $(ASSIGNMENT)
 

@@ -1,4 +1,4 @@
-"""How long the student kit takes to check a correct submission in a running kernel (README, "The student kit").
+"""How long the student kit takes to check a correct submission in a running kernel (docs/checking.md).
 
     .venv/bin/python -m tests.kit_benchmark [--repeat 5] [--out DIR]
 

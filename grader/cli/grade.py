@@ -34,7 +34,7 @@ def _print_sandbox(mode: str, device: str = "cpu") -> None:
     print(f"{layers.describe()} (grader pid {os.getpid()})", flush=True)
     if layers.missing:
         print("warning: student code runs with less isolation than on a Linux machine with bubblewrap and cgroups; "
-              "see the README's security model", file=sys.stderr, flush=True)
+              "see docs/security.md", file=sys.stderr, flush=True)
     if device != "cpu" and not (layers.cgroups and "memory" in layers.cgroups.controllers):
         # On the GPU the address-space rlimit is off (CUDA reserves far more than it uses): a memory cgroup is the
         # only cap left on the host's memory.
@@ -105,8 +105,8 @@ def _grade(args: argparse.Namespace) -> int:
         print(f"Peak memory of the grader: {peak:.0f} MiB")
     for folder in ("moodle", "canvas"):
         if (Path(args.out) / folder).is_dir():
-            print(f"For {folder.capitalize()}: {(Path(args.out) / folder).resolve()} (see the README's \"Grading "
-                  "your class\" for the uploads)")
+            print(f"For {folder.capitalize()}: {(Path(args.out) / folder).resolve()} (docs/grading.md says which "
+                  "uploads to do)")
     print(f"Dashboard: {run.dashboard.resolve()}")
     if run.internal_errors:
         print(f"error: the grader failed on {run.internal_errors} check(s); see the reports", file=sys.stderr)

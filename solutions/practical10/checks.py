@@ -79,9 +79,10 @@ REFERENCE_PEAKS, REFERENCE_NEAR = 0.72, 0.80  # the reference's attention, measu
 PASS_EXACT = round(BASELINE_EXACT + 2 / 3 * (REFERENCE_EXACT - BASELINE_EXACT), 2)
 # How far one training's exact-match rate may move from one computer to another with the same code and seed: other
 # CPUs' float kernels round differently, and training amplifies it. Measured (`python -m
-# solutions.practical10.measure_training --machines`; README, "The same grade on every machine"): two real machines
-# differed by 0.064 on the model without attention, other kernels here by up to 0.04, other seeds by up to 0.18. A
-# first result this close to the pass mark is trained again from SECOND_SEED, and the mean of the two decides.
+# solutions.practical10.measure_training --machines`; docs/assignments.md, "The same grade on every machine"): two
+# real machines differed by 0.064 on the model without attention, other kernels here by up to 0.04, other seeds by up
+# to 0.18. A first result this close to the pass mark is trained again from SECOND_SEED, and the mean of the two
+# decides.
 MACHINE_MARGIN = 0.15
 # The harness's own seed is 10 (reversal.Config). Seed 11 is one where the reference itself trains badly (81.7%),
 # so a second training from it would sink a correct result; from seed 12 the reference and the known mistakes that

@@ -311,3 +311,25 @@ def test_an_error_in_a_request_not_waited_for_is_named_as_its_own() -> None:
             code.settle()
         model.train()  # fine: no error to surface
         code.settle()
+
+
+def test_an_attribute_is_read_through_submodules_by_a_dotted_path() -> None:
+    """Per-head weights often live on an inner layer (``self.attention.attention_weights``): a check reads them by
+    the dotted path, and a path that stops anywhere reads as no attribute."""
+    source = """
+        import torch
+        class Inner(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attention_weights = torch.ones(2, 3)
+        class Outer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attention = Inner()
+    """
+    with loaded(source) as (process, _), question(process) as code:
+        model = code.construct("Outer")
+        weights = model.attribute("attention.attention_weights")
+        assert weights is not None and weights.shape == (2, 3) and float(weights.array.sum()) == 6.0
+        assert model.attribute("attention.missing") is None
+        assert model.attribute("nothing.attention_weights") is None

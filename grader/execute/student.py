@@ -346,6 +346,8 @@ class StudentObject:
                         **_encode_args(args, {}, blobs)}, blobs, what=f"{self.class_name}.{method}")
 
     def attribute(self, attr: str) -> Returned | None:
+        """The object's attribute ``attr`` (a dotted path reads through submodules:
+        ``"attention.attention_weights"``), or None when it has none."""
         reply, blobs = self.code.request({"op": "get", "ref": self.ref, "attr": attr},
                                          what=f"reading {self.class_name}.{attr}")
         return self.code.value(reply["value"], blobs) if reply.get("exists") else None

@@ -98,9 +98,13 @@ class Calls:
             value = getattr(obj, header["method"])(*positional, **keyword)
             return {} if header.get("discard") else {"value": self.encode(value, out)}
         if op == "get":
-            if not hasattr(obj, header["attr"]):
-                return {"exists": False}
-            return {"exists": True, "value": self.encode(getattr(obj, header["attr"]), out)}
+            # A dotted path reads through submodules (``attention.attention_weights`` of a model that holds its
+            # attention layer), each step as Python's getattr would.
+            for attr in header["attr"].split("."):
+                if not hasattr(obj, attr):
+                    return {"exists": False}
+                obj = getattr(obj, attr)
+            return {"exists": True, "value": self.encode(obj, out)}
         if op == "params":
             return {"params": [_parameter_info(obj, name, p) for name, p in obj.named_parameters()]}
         if op == "set_params":

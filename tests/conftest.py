@@ -1,4 +1,5 @@
-"""Shared fixtures: the project's paths, the toy assignment, and one grading run of the bundled sample class."""
+"""Shared fixtures: the project's paths, which assignments each kind of test covers, and one grading run of the bundled
+sample class."""
 
 from __future__ import annotations
 
@@ -7,11 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from grader.assign import with_solution_source
+from grader.check.load import available_assignments
+from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "tests" / "submissions" / "attention_scoring"
+SUBMISSIONS = ROOT / "tests" / "submissions"  # sample submissions, a folder per assignment
+SAMPLES = SUBMISSIONS / "attention_scoring"
 FIXTURE_SOLUTIONS = ROOT / "tests" / "fixtures" / "solutions"
+
+
+# Which assignments a test covers is found, never listed: a new solutions/<name>/ is tested for what it has.
+def with_templates(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
+    """Assignments whose student templates come from a solution notebook (tests/test_assignment_templates.py)."""
+    assignments = set(available_assignments(solutions_dir))
+    return [name for name in with_solution_source(solutions_dir) if name in assignments]
+
+
+def with_variants(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
+    """Assignments with a catalogue of known mistakes, variants.py: the mutation test's (tests/test_variants.py)."""
+    return [name for name in available_assignments(solutions_dir) if (solutions_dir / name / "variants.py").is_file()]
 
 
 def write(folder: Path, name: str, text: str) -> Path:

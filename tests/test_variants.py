@@ -15,18 +15,34 @@ from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.results import SubmissionResult
 
-from .conftest import ROOT
+from .conftest import ROOT, SUBMISSIONS, with_variants
 from .sample_classes import by_student
 from .seed_sweep import new_worker, sweep
 
-# Every assignment: one without a catalogue of known mistakes (solutions/<name>/variants.py) fails here.
-ASSIGNMENTS = tuple(sorted(p.name for p in SOLUTIONS_DIR.iterdir() if (p / "checks.py").is_file()))
+# Every assignment with a catalogue of known mistakes (solutions/<name>/variants.py), found (tests/conftest.py); the
+# repository's own all have one.
+ASSIGNMENTS = tuple(with_variants())
+REPOSITORY_ASSIGNMENTS = {"attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10"}
 # Each assignment's model solution, in tests/submissions/<name>/, which the mutations edit.
 BASES = {"attention_scoring": "einsum_style.py"}
 
 
-def base_of(assignment: str) -> Path:
-    return ROOT / "tests" / "submissions" / assignment / BASES.get(assignment, "reference_style.py")
+def base_of(assignment: str, submissions: Path = SUBMISSIONS) -> Path:
+    """The sample the mutations edit; a missing one fails the test saying which file to add and what it holds."""
+    path = submissions / assignment / BASES.get(assignment, "reference_style.py")
+    if not path.is_file():
+        pytest.fail(missing_base(assignment, path), pytrace=False)
+    return path
+
+
+def missing_base(assignment: str, path: Path, *, solutions_dir: Path = SOLUTIONS_DIR) -> str:
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    names = ", ".join(load_assignment(assignment, solutions_dir=solutions_dir).withheld_names)
+    return (f"{shown} is missing: the mutation test grades it, then edits it into one submission per known mistake in "
+            f"solutions/{assignment}/variants.py. Add the model solution written as a student would hand it in: a .py "
+            f"that defines {names} as solutions/{assignment}/solution.ipynb does (the code between the ### BEGIN/END "
+            "SOLUTION markers, without them), earns full marks, and holds each variant's mutation=[(old, new)] `old` "
+            "text exactly once (`grader new NAME` writes one for a new assignment)")
 
 
 def mutant_name(variant: Variant) -> str:
@@ -67,6 +83,19 @@ def mutants(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ClassRu
 
 def scores(result: SubmissionResult) -> dict[str, float]:
     return {q.id: q.score for q in result.questions}
+
+
+def test_the_repositorys_assignments_are_all_mutation_tested() -> None:
+    assert set(ASSIGNMENTS) >= REPOSITORY_ASSIGNMENTS
+
+
+def test_a_missing_model_solution_says_which_file_to_add_and_what_it_holds(tmp_path: Path) -> None:
+    with pytest.raises(pytest.fail.Exception) as failed:
+        base_of("bahdanau_attention", tmp_path).read_text()
+    path = tmp_path / "bahdanau_attention" / "reference_style.py"
+    assert str(failed.value) == missing_base("bahdanau_attention", path)
+    assert str(failed.value).startswith(f"{path} is missing: ")
+    assert "defines AdditiveAttention, MultiHeadAdditiveAttention, chunked_additive_attention as " in str(failed.value)
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -8,6 +8,7 @@ import sys
 import types
 from pathlib import Path
 
+from grader.check.named_mistakes import check_named_mistakes
 from grader.check.spec import Assignment
 from grader.errors import ConfigurationError
 from grader.layout import SOLUTIONS_DIR
@@ -15,13 +16,24 @@ from grader.layout import SOLUTIONS_DIR
 PACKAGE = "_grader_solutions"
 
 
+def is_assignment(folder: Path) -> bool:
+    """The one rule for what an assignment is: a package (``__init__.py``) with its checks (``checks.py``)."""
+    return (folder / "__init__.py").is_file() and (folder / "checks.py").is_file()
+
+
+def available_assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
+    """The assignments in ``solutions_dir``, by name: what ``grader grade``, ``grader check`` and the tests find."""
+    if not solutions_dir.is_dir():
+        return []
+    return sorted(p.name for p in solutions_dir.iterdir() if is_assignment(p))
+
+
 def load_solution_module(name: str, module: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> types.ModuleType:
     """Import ``solutions_dir/name/module.py`` as part of the assignment's package (relative imports work)."""
     folder = solutions_dir / name
     if not (folder / "__init__.py").is_file():
-        available = sorted(p.name for p in solutions_dir.iterdir() if (p / "__init__.py").is_file()) \
-            if solutions_dir.is_dir() else []
-        raise ConfigurationError(f"no assignment {name!r} in {solutions_dir} (available: {', '.join(available)})")
+        available = ", ".join(available_assignments(solutions_dir)) or "none"
+        raise ConfigurationError(f"no assignment {name!r} in {solutions_dir} (available: {available})")
     if PACKAGE not in sys.modules:
         root = types.ModuleType(PACKAGE)
         root.__path__ = []
@@ -41,6 +53,14 @@ def load_solution_module(name: str, module: str, *, solutions_dir: Path = SOLUTI
 
 
 def load_assignment(name: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> Assignment:
+    """The assignment ``solutions_dir/name``, validated: a mistake the checks name that no variant registers is an
+    error here (grader/check/named_mistakes.py), not when a student's submission reaches that check."""
+    folder = solutions_dir / name
+    if folder.is_dir() and not is_assignment(folder):
+        missing = [f for f in ("__init__.py", "checks.py") if not (folder / f).is_file()]
+        raise ConfigurationError(f"{folder} is not an assignment: add {' and '.join(missing)} (an empty __init__.py "
+                                 "makes it a package; checks.py defines ASSIGNMENT = Assignment(...)), or start one "
+                                 "with `grader new NAME`")
     checks = load_solution_module(name, "checks", solutions_dir=solutions_dir)
     assignment = getattr(checks, "ASSIGNMENT", None)
     if not isinstance(assignment, Assignment):
@@ -49,4 +69,5 @@ def load_assignment(name: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> Assign
     if (assignment.folder / "variants.py").is_file():  # registers the known-wrong variants with ASSIGNMENT
         load_solution_module(name, "variants", solutions_dir=solutions_dir)
     assignment.validate()
+    check_named_mistakes(assignment)
     return assignment

@@ -9,17 +9,25 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import grader
 from grader import __version__
-from grader.cli import assign, check, grade, gradescope, kit
+from grader.cli import assign, check, grade, gradescope, kit, new
 from grader.errors import GraderError
 
-COMMANDS = (grade, check, assign, kit, gradescope)
+COMMANDS = (grade, check, assign, kit, gradescope, new)
+
+
+def version() -> str:
+    """The version and the folder the package runs from: a virtualenv copied from another checkout runs that
+    checkout's grader, which the version alone does not show."""
+    return f"grader {__version__} ({Path(grader.__file__).resolve().parent})"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="grader", description="Auto-grader for attention-mechanism assignments")
-    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    parser.add_argument("--version", action="version", version=version())
     commands = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
         command.register(commands)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.check.load import load_assignment
+from grader.check.load import available_assignments, load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Submission, read_submission
 from grader.discover.assignment_of import infer_assignment
@@ -56,12 +56,6 @@ def public_only(assignment: Assignment) -> Assignment:
     public.questions = tuple(q for q in assignment.questions if q.id in asked)
     public.variants = list(assignment.variants)
     return public
-
-
-def available_assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
-    if not solutions_dir.is_dir():
-        return []
-    return sorted(p.name for p in solutions_dir.iterdir() if (p / "checks.py").is_file())
 
 
 def submission_file(path: Path) -> Submission:

@@ -34,12 +34,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from grader.check.load import available_assignments
 from grader.pipeline import ClassRun, grade_class
 from grader.results import CRASHED, INTERNAL, SUBMISSION_CRASHED, SUBMISSION_TIMEOUT, TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"
-ASSIGNMENTS = ("attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10")
+# Every assignment with a sample class in tests/submissions/.
+ASSIGNMENTS = tuple(name for name in available_assignments() if (SUBMISSIONS / name).is_dir())
 PATHS = ("threads", "processes", "dask")
 ROUNDS = 2  # 4 classes x 3 paths x 2 rounds under load: 25 minutes on 2 cores shared with other work (2026-11-23)
 

@@ -20,7 +20,9 @@ from grader.layout import ASSIGNMENTS_DIR, SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission
 from grader.results import PUBLIC
 
-ASSIGNMENTS = ("attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10")
+from .conftest import with_templates
+
+ASSIGNMENTS = with_templates()  # every assignment with a kit
 SOURCES = ("reference_numpy.py", "reference_torch.py", "variants.py")
 
 

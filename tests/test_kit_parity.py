@@ -28,7 +28,9 @@ from grader.pipeline.self_check import public_only
 from grader.pipeline.submission_run import grade_submission
 from grader.results import INVALID, PASSED
 
-ASSIGNMENTS = ("attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10")
+from .conftest import with_templates
+
+ASSIGNMENTS = with_templates()  # every assignment with a kit
 SUBMISSIONS = PROJECT_ROOT / "tests" / "submissions"
 OWN_NOTE = "With your own "
 

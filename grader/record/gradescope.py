@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.adjust.late import describe_late
 from grader.record.result_json import to_data
 from grader.results import MARKED, PASSED, PUBLIC, ManualMark, SubmissionResult
+from grader.times import describe_late
 
 
 def _points(value: float) -> float | int:

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from grader.adjust.late import describe_duration, describe_late, describe_time
 from grader.discover import Submission
 from grader.layout import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
 from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SmallestCase, SubmissionResult, TensorDiff
+from grader.times import describe_duration, describe_late, describe_time
 
 if TYPE_CHECKING:
     from grader.similar import Pair, SimilarityReport

@@ -30,7 +30,7 @@ from pathlib import Path
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
-from grader.record.atomic import write_text_atomic
+from grader.files import atomic_writer, write_text_atomic
 from grader.results import SubmissionResult
 
 CANVAS_DIR = "canvas"
@@ -159,14 +159,12 @@ def feedback_name(submission: Submission) -> str | None:
 
 
 def _write_zip(path: Path, members: dict[str, Path]) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+    with atomic_writer(path) as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(members):
             info = zipfile.ZipInfo(name, _ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, members[name].read_bytes())
-    partial.replace(path)
 
 
 def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], results: Sequence[SubmissionResult], *,

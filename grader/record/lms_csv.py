@@ -14,7 +14,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.record.atomic import write_text_atomic
+from grader.files import write_text_atomic
 from grader.results import SubmissionResult
 
 HEADER = ("student_id", "score", "out_of")

@@ -31,6 +31,7 @@ from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer, write_text_atomic
+from grader.points import decimal
 from grader.results import SubmissionResult
 
 CANVAS_DIR = "canvas"
@@ -49,10 +50,6 @@ _STUDENT_COLUMNS = {"Student", "LastName", "FirstName", "ID", "SIS User ID", "SI
 
 def _origin(submission: Submission, key: str) -> str:
     return next((value for k, value in submission.origin if k == key), "")
-
-
-def _number(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".")  # 87.5, 100, 33.3333: never an exponent, as lms.csv
 
 
 def _normal(text: str) -> str:
@@ -139,7 +136,7 @@ def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | N
             continue
         user = row[id_column].strip()
         if user in scores:
-            row[index] = _number(scores[user])
+            row[index] = decimal(scores[user])  # as lms.csv writes it
             filled.append(user)
     missing = sorted(set(scores) - set(filled), key=lambda u: (len(u), u))
     buffer = io.StringIO()

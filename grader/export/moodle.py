@@ -28,6 +28,7 @@ from grader.discover.finder import Submission
 from grader.discover.moodle import FOLDER, PARTICIPANT
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer, write_text_atomic
+from grader.points import decimal
 from grader.results import GRADED, SubmissionResult
 
 # The worksheet's headers as Moodle (English) writes them (mod/assign/gradingtable.php, lang/en/assign.php).
@@ -43,7 +44,7 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the zip format's earliest date: the same 
 
 
 def _number(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")  # 87.5, 100: Moodle's unformat_float reads a point
+    return decimal(value, places=2)  # 87.5, 100: Moodle's unformat_float reads a point
 
 
 def _participant(submission: Submission) -> str | None:

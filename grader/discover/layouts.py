@@ -1,6 +1,6 @@
 """Which layout a submissions folder has, and discovery in each: flat, nbgrader, a Gradescope export, a Moodle or
-a Canvas download. Each is one row of ``KINDS`` (how it is recognised, discovered and described); adding a layout is
-adding a row.
+a Canvas download. Each is one row of ``LAYOUT_TYPES`` (how it is recognised, discovered and described): adding a
+layout is adding a row.
 
 - ``flat``: ``<student>.ipynb`` / ``<student>.py``, or a folder ``<student>/`` holding one (``finder``);
 - ``nbgrader``: a course folder holding ``submitted/``, or ``submitted/`` itself:
@@ -12,9 +12,9 @@ adding a row.
 - ``canvas``: an unpacked Canvas "Download Submissions" zip, files named
   ``<lastfirst>[_LATE]_<user id>_<attachment id>_<file name>``; or the one folder the zip unpacked into (``canvas``).
 
-``auto`` tries them in ``KINDS``'s order of evidence: the Gradescope export's metadata file; a Moodle download, by
-its participants' names; a Canvas download, by its files' names; nbgrader's ``submitted/`` folder or its
-``timestamp.txt`` files; else flat.
+``auto`` tries them in ``LAYOUT_TYPES``'s order of evidence: the Gradescope export's metadata file; a Moodle
+download, by its participants' names; a Canvas download, by its files' names; nbgrader's ``submitted/`` folder or
+its ``timestamp.txt`` files; else flat.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ Discoverer = Callable[[Path, Path, str | None], tuple[list[Submission], list[Ski
 
 
 @dataclass(frozen=True)
-class LayoutKind:
+class LayoutType:
     """One layout: how ``auto`` recognises it, how its submissions are found, and how the command names it."""
 
     name: str
@@ -79,40 +79,40 @@ def _nbgrader_in(directory: Path) -> Path | None:
 
 
 # In the order ``auto`` tries them (see the module's docstring): flat, last, takes any folder.
-KINDS = (
-    LayoutKind(
+LAYOUT_TYPES = (
+    LayoutType(
         GRADESCOPE, _export_in,
         lambda folder, directory, _assignment: discover_gradescope_export(folder, directory=directory),
         f"Submissions: a Gradescope export{{where}} ({{how}}: {METADATA}); students by SID (else e-mail), "
         "submission times from its :created_at:",
         f"{{directory}} holds no {METADATA}: unpack Gradescope's \"Download Submissions\" zip and grade the folder "
         "it made"),
-    LayoutKind(
+    LayoutType(
         MOODLE, moodle_download_in,
         lambda folder, directory, _assignment: discover_moodle(folder, directory=directory),
         f"Submissions: a Moodle download{{where}} ({{how}}: {EXPECTED}); students by participant id; no submission "
         "times (the zip's are the download's): Moodle marks late submissions itself",
         f"{{directory}} holds no Moodle submissions ({EXPECTED}...): unpack Moodle's \"Download all submissions\" "
         "zip and grade the folder it made"),
-    LayoutKind(
+    LayoutType(
         CANVAS, canvas_download_in,
         lambda folder, directory, _assignment: discover_canvas(folder, directory=directory),
         f"Submissions: a Canvas download{{where}} ({{how}}: {CANVAS_EXPECTED}); students by Canvas user id; "
         "submission times from the files' modification times; Canvas's LATE mark kept as a note",
         f"{{directory}} holds no Canvas submissions ({CANVAS_EXPECTED}): unpack Canvas's \"Download Submissions\" "
         "zip and grade the folder it made"),
-    LayoutKind(
+    LayoutType(
         NBGRADER, _nbgrader_in,
         lambda folder, directory, assignment: discover_nbgrader(folder, directory=directory, assignment=assignment),
         "Submissions: nbgrader's layout{where} ({how}: submitted/<student>/<assignment>/); submission times from "
         f"{TIMESTAMP}, else the files' modification times"),  # named and not found: submitted/ under another name
-    LayoutKind(
+    LayoutType(
         FLAT, lambda directory: directory,
         lambda _folder, directory, _assignment: discover_flat(directory),
         "Submissions: one file or folder per student ({how}: <student>.ipynb, <student>.py or <student>/); "
         "submission times from the files' modification times"),
 )
-_KIND = {kind.name: kind for kind in KINDS}
+_BY_NAME = {kind.name: kind for kind in LAYOUT_TYPES}
 LAYOUTS = ("auto", FLAT, NBGRADER, GRADESCOPE, MOODLE, CANVAS)  # as --layout lists them
 
 
@@ -126,7 +126,7 @@ class Layout:
         """One line for the command's output, e.g. 'Submissions: nbgrader layout (submitted/<student>/...) ...'."""
         where = "" if self.folder == directory else f" in {self.folder.relative_to(directory)}/"
         how = "detected" if self.detected else "as asked"
-        return _KIND[self.name].description.format(where=where, how=how)
+        return _BY_NAME[self.name].description.format(where=where, how=how)
 
 
 def detect_layout(directory: Path, layout: str = "auto") -> Layout:
@@ -137,7 +137,7 @@ def detect_layout(directory: Path, layout: str = "auto") -> Layout:
     if not directory.is_dir():
         raise ConfigurationError(f"submissions folder {directory} does not exist")
     detected = layout == "auto"
-    for kind in KINDS:
+    for kind in LAYOUT_TYPES:
         if layout not in ("auto", kind.name):
             continue
         if (folder := kind.find(directory)) is not None:
@@ -156,4 +156,4 @@ def discover(directory: Path, *, layout: str = "auto",
     ``assignment`` picks nbgrader's assignment folder (``submitted/<student>/<assignment>/``).
     """
     found = detect_layout(directory, layout)
-    return _KIND[found.name].discover(found.folder, directory, assignment)
+    return _BY_NAME[found.name].discover(found.folder, directory, assignment)

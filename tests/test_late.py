@@ -6,21 +6,11 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from grader.adjust.late import (
-    DeadlineRule,
-    LateOverride,
-    LatePolicy,
-    deadline_rule,
-    describe_duration,
-    describe_late,
-    describe_time,
-    late_penalty,
-    parse_time,
-    read_extension,
-)
+from grader.adjust.late import DeadlineRule, LateOverride, deadline_rule, late_penalty, read_extension
 from grader.check.spec import Assignment
 from grader.errors import ConfigurationError
 from grader.results import CheckResult, LatePenalty, ManualMark, QuestionResult, SubmissionResult
+from grader.times import LatePolicy, describe_duration, describe_late, describe_time, parse_time
 
 DAY = 86400
 CET = timezone(timedelta(hours=1))

@@ -20,8 +20,8 @@ import pytest
 
 from grader.discover import Submission
 from grader.errors import ConfigurationError
+from grader.files import remove_partial_writes, write_text_atomic
 from grader.pipeline.resume import plan_resume
-from grader.record.atomic import remove_partial_writes, write_text_atomic
 from grader.record.gradebook import SCHEMA_VERSION, Gradebook, StoredResult
 from grader.record.output_lock import output_lock
 from grader.record.result_json import ResultFormatError, result_from_json, result_to_json, to_data

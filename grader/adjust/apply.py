@@ -14,25 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from grader.adjust.late import (
-    EXTENSION_COLUMNS,
-    DeadlineRule,
-    Extension,
-    describe_time,
-    late_penalty,
-    offset_of,
-    read_extension,
-    utc_iso,
-)
+from grader.adjust.late import EXTENSION_COLUMNS, DeadlineRule, Extension, late_penalty, read_extension
 from grader.adjust.manual import ManualSheet
 from grader.adjust.sheet import SheetError, read_sheet, write_sheet
+from grader.check.spec import Assignment
+from grader.discover import Submission
 from grader.results import CHANGED, MARKED, SubmissionResult
-
-if TYPE_CHECKING:  # grader.check.spec imports this stage's LatePolicy
-    from grader.check.spec import Assignment
-    from grader.discover import Submission
+from grader.times import describe_time, offset_of, utc_iso
 
 EXTENSIONS_FILE = "extensions.csv"
 

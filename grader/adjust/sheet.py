@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.record.atomic import write_text_atomic
+from grader.files import write_text_atomic
 
 BOM = "\ufeff"
 

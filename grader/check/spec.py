@@ -10,12 +10,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grader.adjust.late import LatePolicy, parse_time
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.binding import Naming
 from grader.execute.limits import Limits
 from grader.results import HIDDEN, PUBLIC
+from grader.times import LatePolicy, parse_time
 
 if TYPE_CHECKING:
     from grader.check.context import CheckContext
@@ -89,7 +89,7 @@ class Assignment:
         # loading it (say, a training harness the grader runs itself), each with the note the student reads.
         self.stubbed_modules = dict(stubbed_modules or {})
         # When work is due (ISO 8601 with its offset, or a date, time and zone name) and what being late costs
-        # (grader/adjust/late.py); a run may override both (grader grade --deadline ...).
+        # (grader/times.py); a run may override both (grader grade --deadline ...).
         if isinstance(deadline, datetime) and deadline.tzinfo is None:
             raise ConfigurationError(f"{name}: the deadline {deadline} has no time zone (give it a tzinfo)")
         self.deadline = parse_time(deadline, what=f"{name}: deadline") if isinstance(deadline, str) else deadline

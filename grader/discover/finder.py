@@ -1,4 +1,5 @@
-"""Find submissions in a flat folder: ``<student>.ipynb`` / ``<student>.py``, or a folder ``<student>/`` holding one.
+"""Find submissions in a flat folder: ``<student>.ipynb`` / ``<student>.py``, or a folder ``<student>/`` holding one;
+or one student's file given by itself (``submission_file``).
 
 ``choose_submission`` (one student's files to the one graded) and ``candidates`` are shared with the other layouts
 (nbgrader, Gradescope export: see ``layouts``).
@@ -97,6 +98,19 @@ def candidates(folder: Path) -> list[Path]:
         if _kind(path) and (path.is_symlink() or path.is_file()):  # a broken link is reported, not passed over
             found.append(path)
     return found
+
+
+def submission_file(path: Path) -> Submission:
+    """One student's file, given by itself (``grader check FILE``, the kit's recording); the student id is the file's
+    stem."""
+    if not path.exists():
+        raise ConfigurationError(f"{path} does not exist")
+    if path.is_dir():
+        raise ConfigurationError(f"{path} is a folder: check the notebook (.ipynb) or Python file (.py) in it")
+    kind = KINDS.get(path.suffix.lower())
+    if kind is None:
+        raise ConfigurationError(f"{path} is not a notebook (.ipynb) or a Python file (.py)")
+    return Submission(student=path.stem, path=path.resolve(), kind=kind, submitted_at=modified_at(path))
 
 
 def discover_flat(directory: Path) -> tuple[list[Submission], list[Skipped]]:

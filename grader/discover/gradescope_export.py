@@ -33,8 +33,8 @@ from grader.discover.finder import (
     link_problem,
     modified_at,
 )
-from grader.discover.times import parse_submission_time
 from grader.errors import ConfigurationError
+from grader.times import parse_submission_time
 
 METADATA = "submission_metadata.yml"
 # Characters a student id may not carry into a folder name (OUT/students/<id>/): anything but letters, digits, @ . + -

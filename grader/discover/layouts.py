@@ -1,4 +1,6 @@
-"""Which layout a submissions folder has, and discovery in each: flat, nbgrader, or a Gradescope export.
+"""Which layout a submissions folder has, and discovery in each: flat, nbgrader, a Gradescope export, a Moodle or
+a Canvas download. Each is one row of ``LAYOUT_TYPES`` (how it is recognised, discovered and described): adding a
+layout is adding a row.
 
 - ``flat``: ``<student>.ipynb`` / ``<student>.py``, or a folder ``<student>/`` holding one (``finder``);
 - ``nbgrader``: a course folder holding ``submitted/``, or ``submitted/`` itself:
@@ -10,14 +12,14 @@
 - ``canvas``: an unpacked Canvas "Download Submissions" zip, files named
   ``<lastfirst>[_LATE]_<user id>_<attachment id>_<file name>``; or the one folder the zip unpacked into (``canvas``).
 
-``auto`` recognises them in that order of evidence: the export's metadata file, nbgrader's ``submitted/`` folder or
-its ``timestamp.txt`` files, else flat.
-A Moodle download is recognised after Gradescope's metadata file and before nbgrader, by its participants' names.
-A Canvas download is recognised after Moodle's and before nbgrader, by its files' names.
+``auto`` tries them in ``LAYOUT_TYPES``'s order of evidence: the Gradescope export's metadata file; a Moodle
+download, by its participants' names; a Canvas download, by its files' names; nbgrader's ``submitted/`` folder or
+its ``timestamp.txt`` files; else flat.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,40 +31,23 @@ from grader.discover.moodle import EXPECTED, discover_moodle, moodle_download_in
 from grader.discover.nbgrader import TIMESTAMP, discover_nbgrader
 from grader.errors import ConfigurationError
 
-FLAT, NBGRADER, GRADESCOPE = "flat", "nbgrader", "gradescope"
-LAYOUTS = ("auto", FLAT, NBGRADER, GRADESCOPE)
-MOODLE = "moodle"
-LAYOUTS = (*LAYOUTS, MOODLE)
-CANVAS = "canvas"
-LAYOUTS = (*LAYOUTS, CANVAS)
+FLAT, NBGRADER, GRADESCOPE, MOODLE, CANVAS = "flat", "nbgrader", "gradescope", "moodle", "canvas"
 # Folders an unpacked zip may hold beside what it carries (macOS's resource forks).
 _CLUTTER = {"__MACOSX"}
 
+Discoverer = Callable[[Path, Path, str | None], tuple[list[Submission], list[Skipped]]]
+
 
 @dataclass(frozen=True)
-class Layout:
-    name: str  # flat, nbgrader or gradescope
-    folder: Path  # where the students' folders are: the submissions folder, its submitted/, or the export inside it
-    detected: bool  # recognised by auto, rather than named on the command line
+class LayoutType:
+    """One layout: how ``auto`` recognises it, how its submissions are found, and how the command names it."""
 
-    def describe(self, directory: Path) -> str:
-        """One line for the command's output, e.g. 'Submissions: nbgrader layout (submitted/<student>/...) ...'."""
-        where = "" if self.folder == directory else f" in {self.folder.relative_to(directory)}/"
-        how = "detected" if self.detected else "as asked"
-        if self.name == MOODLE:
-            return (f"Submissions: a Moodle download{where} ({how}: {EXPECTED}); students by participant id; "
-                    "no submission times (the zip's are the download's): Moodle marks late submissions itself")
-        if self.name == CANVAS:
-            return (f"Submissions: a Canvas download{where} ({how}: {CANVAS_EXPECTED}); students by Canvas user "
-                    "id; submission times from the files' modification times; Canvas's LATE mark kept as a note")
-        if self.name == GRADESCOPE:
-            return (f"Submissions: a Gradescope export{where} ({how}: {METADATA}); students by SID (else e-mail), "
-                    f"submission times from its :created_at:")
-        if self.name == NBGRADER:
-            return (f"Submissions: nbgrader's layout{where} ({how}: submitted/<student>/<assignment>/); submission "
-                    f"times from {TIMESTAMP}, else the files' modification times")
-        return (f"Submissions: one file or folder per student ({how}: <student>.ipynb, <student>.py or "
-                f"<student>/); submission times from the files' modification times")
+    name: str
+    find: Callable[[Path], Path | None]  # where its submissions are in the folder given, or None if it is not this
+    discover: Discoverer  # (where they are, the folder given, nbgrader's assignment) -> submissions, skipped
+    description: str  # for Layout.describe: {where} (" in <folder>/" or "") and {how} ("detected" or "as asked")
+    # Named on the command line but not found: the message; None: take the folder given as this layout anyway.
+    not_found: str | None = None
 
 
 def _subfolders(directory: Path) -> list[Path]:
@@ -93,38 +78,75 @@ def _nbgrader_in(directory: Path) -> Path | None:
     return None
 
 
+# In the order ``auto`` tries them (see the module's docstring): flat, last, takes any folder.
+LAYOUT_TYPES = (
+    LayoutType(
+        GRADESCOPE, _export_in,
+        lambda folder, directory, _assignment: discover_gradescope_export(folder, directory=directory),
+        f"Submissions: a Gradescope export{{where}} ({{how}}: {METADATA}); students by SID (else e-mail), "
+        "submission times from its :created_at:",
+        f"{{directory}} holds no {METADATA}: unpack Gradescope's \"Download Submissions\" zip and grade the folder "
+        "it made"),
+    LayoutType(
+        MOODLE, moodle_download_in,
+        lambda folder, directory, _assignment: discover_moodle(folder, directory=directory),
+        f"Submissions: a Moodle download{{where}} ({{how}}: {EXPECTED}); students by participant id; no submission "
+        "times (the zip's are the download's): Moodle marks late submissions itself",
+        f"{{directory}} holds no Moodle submissions ({EXPECTED}...): unpack Moodle's \"Download all submissions\" "
+        "zip and grade the folder it made"),
+    LayoutType(
+        CANVAS, canvas_download_in,
+        lambda folder, directory, _assignment: discover_canvas(folder, directory=directory),
+        f"Submissions: a Canvas download{{where}} ({{how}}: {CANVAS_EXPECTED}); students by Canvas user id; "
+        "submission times from the files' modification times; Canvas's LATE mark kept as a note",
+        f"{{directory}} holds no Canvas submissions ({CANVAS_EXPECTED}): unpack Canvas's \"Download Submissions\" "
+        "zip and grade the folder it made"),
+    LayoutType(
+        NBGRADER, _nbgrader_in,
+        lambda folder, directory, assignment: discover_nbgrader(folder, directory=directory, assignment=assignment),
+        "Submissions: nbgrader's layout{where} ({how}: submitted/<student>/<assignment>/); submission times from "
+        f"{TIMESTAMP}, else the files' modification times"),  # named and not found: submitted/ under another name
+    LayoutType(
+        FLAT, lambda directory: directory,
+        lambda _folder, directory, _assignment: discover_flat(directory),
+        "Submissions: one file or folder per student ({how}: <student>.ipynb, <student>.py or <student>/); "
+        "submission times from the files' modification times"),
+)
+_BY_NAME = {kind.name: kind for kind in LAYOUT_TYPES}
+LAYOUTS = ("auto", FLAT, NBGRADER, GRADESCOPE, MOODLE, CANVAS)  # as --layout lists them
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str  # one of LAYOUTS but auto
+    folder: Path  # where the students' folders are: the submissions folder, its submitted/, or the export inside it
+    detected: bool  # recognised by auto, rather than named on the command line
+
+    def describe(self, directory: Path) -> str:
+        """One line for the command's output, e.g. 'Submissions: nbgrader layout (submitted/<student>/...) ...'."""
+        where = "" if self.folder == directory else f" in {self.folder.relative_to(directory)}/"
+        how = "detected" if self.detected else "as asked"
+        return _BY_NAME[self.name].description.format(where=where, how=how)
+
+
 def detect_layout(directory: Path, layout: str = "auto") -> Layout:
-    """The layout of ``directory``: the one named (``flat``, ``nbgrader``, ``gradescope``) or, for ``auto``, the one
-    its files show."""
+    """The layout of ``directory``: the one named (``flat``, ``nbgrader``, ``gradescope``, ``moodle``, ``canvas``)
+    or, for ``auto``, the one its files show."""
     if layout not in LAYOUTS:
         raise ConfigurationError(f"unknown layout {layout!r} (one of {', '.join(LAYOUTS)})")
     if not directory.is_dir():
         raise ConfigurationError(f"submissions folder {directory} does not exist")
     detected = layout == "auto"
-    if layout in ("auto", GRADESCOPE):
-        if (export := _export_in(directory)) is not None:
-            return Layout(GRADESCOPE, export, detected)
-        if layout == GRADESCOPE:
-            raise ConfigurationError(f"{directory} holds no {METADATA}: unpack Gradescope's \"Download Submissions\" "
-                                     "zip and grade the folder it made")
-    if layout in ("auto", MOODLE):
-        if (download := moodle_download_in(directory)) is not None:
-            return Layout(MOODLE, download, detected)
-        if layout == MOODLE:
-            raise ConfigurationError(f"{directory} holds no Moodle submissions ({EXPECTED}...): unpack Moodle's "
-                                     "\"Download all submissions\" zip and grade the folder it made")
-    if layout in ("auto", CANVAS):
-        if (canvas := canvas_download_in(directory)) is not None:
-            return Layout(CANVAS, canvas, detected)
-        if layout == CANVAS:
-            raise ConfigurationError(f"{directory} holds no Canvas submissions ({CANVAS_EXPECTED}): unpack "
-                                     "Canvas's \"Download Submissions\" zip and grade the folder it made")
-    if layout in ("auto", NBGRADER):
-        if (submitted := _nbgrader_in(directory)) is not None:
-            return Layout(NBGRADER, submitted, detected)
-        if layout == NBGRADER:
-            return Layout(NBGRADER, directory, detected)  # asked for: a submitted/ folder under another name
-    return Layout(FLAT, directory, detected)
+    for kind in LAYOUT_TYPES:
+        if layout not in ("auto", kind.name):
+            continue
+        if (folder := kind.find(directory)) is not None:
+            return Layout(kind.name, folder, detected)
+        if layout == kind.name:  # named, and not there
+            if kind.not_found is not None:
+                raise ConfigurationError(kind.not_found.format(directory=directory))
+            return Layout(kind.name, directory, detected)
+    raise AssertionError("not reached: flat, the last kind, takes any folder")
 
 
 def discover(directory: Path, *, layout: str = "auto",
@@ -134,12 +156,4 @@ def discover(directory: Path, *, layout: str = "auto",
     ``assignment`` picks nbgrader's assignment folder (``submitted/<student>/<assignment>/``).
     """
     found = detect_layout(directory, layout)
-    if found.name == GRADESCOPE:
-        return discover_gradescope_export(found.folder, directory=directory)
-    if found.name == MOODLE:
-        return discover_moodle(found.folder, directory=directory)
-    if found.name == CANVAS:
-        return discover_canvas(found.folder, directory=directory)
-    if found.name == NBGRADER:
-        return discover_nbgrader(found.folder, directory=directory, assignment=assignment)
-    return discover_flat(directory)
+    return _BY_NAME[found.name].discover(found.folder, directory, assignment)

@@ -19,7 +19,7 @@ from grader.discover.finder import (
     link_problem,
     modified_at,
 )
-from grader.discover.times import parse_submission_time
+from grader.times import parse_submission_time
 
 TIMESTAMP = "timestamp.txt"
 

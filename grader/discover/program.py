@@ -1,4 +1,5 @@
-"""Read a submission file into code units (notebook cells or top-level statements) and written answers."""
+"""Read a submission file into code units (notebook cells or top-level statements) and written answers; and a
+notebook's cells as its author wrote them, for the instructor's page (``notebook_cells``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import threading
 import tokenize
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import nbformat
@@ -195,6 +197,36 @@ def _cells(data: dict) -> list:
         return [c for ws in sheets if isinstance(ws, dict) and isinstance(ws.get("cells"), list) for c in ws["cells"]]
     cells = data.get("cells")
     return cells if isinstance(cells, list) else []
+
+
+def _text(source: Any) -> str:
+    """A cell's source: a string, or (as Jupyter saves it) a list of lines."""
+    if isinstance(source, list):
+        return "".join(s for s in source if isinstance(s, str))
+    return source if isinstance(source, str) else ""
+
+
+def notebook_cells(path: Path) -> list[tuple[str, str]]:
+    """(cell type, source) of a notebook's code and markdown cells, its saved outputs dropped while parsing.
+
+    The sources are as the student wrote them (``read_submission``'s units have IPython syntax made Python, and
+    leave markdown out), read from the JSON without nbformat's conversion and validation: nbformat 3's code
+    ``input`` and heading cells (as markdown) are read here directly. Raises ValueError (too big, not JSON, not
+    UTF-8), OSError, or KeyError, TypeError or AttributeError for JSON not laid out as a notebook.
+    """
+    if path.stat().st_size > MAX_SUBMISSION_BYTES:
+        raise ValueError("too big")
+    data = json.loads(path.read_text(encoding="utf-8-sig"), object_hook=_drop_output)
+    found = []
+    for cell in _cells(data):
+        kind = cell.get("cell_type")
+        if kind == "code":
+            found.append(("code", _text(cell.get("source", cell.get("input")))))
+        elif kind == "markdown":
+            found.append(("markdown", _text(cell.get("source"))))
+        elif kind == "heading":
+            found.append(("markdown", "#" * int(cell.get("level", 1)) + " " + _text(cell.get("source"))))
+    return found
 
 
 _RESAVE = "re-save it in Jupyter and submit it again"

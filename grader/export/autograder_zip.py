@@ -16,8 +16,6 @@ a fixed order with a fixed time), so a rebuilt zip that did not change is recogn
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from pathlib import Path
 from grader import __version__
 from grader.check.load import load_assignment
 from grader.errors import ConfigurationError
+from grader.files import atomic_writer
 from grader.layout import PROJECT_ROOT, SOLUTIONS_DIR, TEMPLATES_DIR
 from grader.pipeline.fingerprint import solutions_files
 from grader.pipeline.gradescope_run import CONFIG
@@ -81,19 +80,10 @@ def build_autograder_zip(assignment: str, out: Path, *, solutions_dir: Path = SO
     """Write the autograder zip for ``assignment`` to ``out`` (replaced in one rename, never left half-written)."""
     members = zip_members(assignment, solutions_dir=solutions_dir)
     entries = sorted([*members, CONFIG], key=lambda n: (n not in EXECUTABLE, n))  # the two scripts first
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            for name in entries:
-                info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = (0o100755 if name in EXECUTABLE else 0o100644) << 16  # regular file, mode
-                archive.writestr(info, _config(assignment) if name == CONFIG else members[name].read_bytes())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(out) as handle, zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in entries:
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100755 if name in EXECUTABLE else 0o100644) << 16  # regular file, mode
+            archive.writestr(info, _config(assignment) if name == CONFIG else members[name].read_bytes())
     return AutograderZip(out, assignment, tuple(entries), out.stat().st_size)

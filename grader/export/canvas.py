@@ -30,7 +30,8 @@ from pathlib import Path
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
-from grader.record.atomic import write_text_atomic
+from grader.files import atomic_writer, write_text_atomic
+from grader.points import decimal
 from grader.results import SubmissionResult
 
 CANVAS_DIR = "canvas"
@@ -49,10 +50,6 @@ _STUDENT_COLUMNS = {"Student", "LastName", "FirstName", "ID", "SIS User ID", "SI
 
 def _origin(submission: Submission, key: str) -> str:
     return next((value for k, value in submission.origin if k == key), "")
-
-
-def _number(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".")  # 87.5, 100, 33.3333: never an exponent, as lms.csv
 
 
 def _normal(text: str) -> str:
@@ -139,7 +136,7 @@ def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | N
             continue
         user = row[id_column].strip()
         if user in scores:
-            row[index] = _number(scores[user])
+            row[index] = decimal(scores[user])  # as lms.csv writes it
             filled.append(user)
     missing = sorted(set(scores) - set(filled), key=lambda u: (len(u), u))
     buffer = io.StringIO()
@@ -159,14 +156,12 @@ def feedback_name(submission: Submission) -> str | None:
 
 
 def _write_zip(path: Path, members: dict[str, Path]) -> None:
-    partial = path.with_name(path.name + ".partial")
-    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+    with atomic_writer(path) as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(members):
             info = zipfile.ZipInfo(name, _ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             archive.writestr(info, members[name].read_bytes())
-    partial.replace(path)
 
 
 def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], results: Sequence[SubmissionResult], *,

@@ -19,9 +19,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +27,8 @@ from pathlib import Path
 from grader.discover.finder import Submission
 from grader.discover.moodle import FOLDER, PARTICIPANT
 from grader.errors import ConfigurationError
-from grader.record.atomic import write_text_atomic
+from grader.files import atomic_writer, write_text_atomic
+from grader.points import decimal
 from grader.results import GRADED, SubmissionResult
 
 # The worksheet's headers as Moodle (English) writes them (mod/assign/gradingtable.php, lang/en/assign.php).
@@ -45,7 +44,7 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the zip format's earliest date: the same 
 
 
 def _number(value: float) -> str:
-    return f"{value:.2f}".rstrip("0").rstrip(".")  # 87.5, 100: Moodle's unformat_float reads a point
+    return decimal(value, places=2)  # 87.5, 100: Moodle's unformat_float reads a point
 
 
 def _participant(submission: Submission) -> str | None:
@@ -139,20 +138,12 @@ def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, Submi
 
 
 def _write_zip(path: Path, members: list[tuple[str, bytes]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
-            for name, data in members:
-                info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-                info.compress_type = zipfile.ZIP_DEFLATED
-                info.external_attr = 0o644 << 16
-                archive.writestr(info, data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_writer(path) as handle, zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)
 
 
 def write_moodle_exports(out_dir: Path, submissions: Sequence[Submission], results: Sequence[SubmissionResult], *,

@@ -25,6 +25,7 @@ from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec
 from grader.check.variants import substituted
+from grader.discover.finder import submission_file
 from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute import isolation
 from grader.execute.student import ReplayedCode, StudentCode, StudentFunction
@@ -243,8 +244,6 @@ def _provided_files(assignment: Assignment) -> list[Path]:
 
 
 def _solution(name: str, solutions_dir: Path) -> Any:
-    from grader.pipeline.self_check import submission_file
-
     path = solutions_dir / name / SOLUTION_NOTEBOOK
     if not path.is_file():
         raise ConfigurationError(f"{name}: the kit is recorded from {path}, which does not exist")

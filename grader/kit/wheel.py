@@ -23,6 +23,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.errors import ConfigurationError
+from grader.files import atomic_writer
 from grader.layout import PACKAGED_TEMPLATES, PROJECT_ROOT, STUDENT_GUIDE, TEMPLATES_DIR
 
 # What `import grader.kit` and a kit check import from outside the standard library (grader/report/notebook.py
@@ -92,14 +93,12 @@ def build_wheel(dest: Path, *, root: Path = PROJECT_ROOT, templates: Path = TEMP
         entries = _entries(_built(root, Path(work)), templates)
     record = "".join(f"{_record_line(n, d)}\n" for n, d in entries) + f"{_DIST_INFO}/RECORD,,\n"
     entries.append((f"{_DIST_INFO}/RECORD", record.encode()))
-    dest.mkdir(parents=True, exist_ok=True)
     path = dest / WHEEL_NAME
-    partial = path.with_suffix(".part")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as wheel:
+    with (atomic_writer(path) as handle,
+          zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as wheel):
         for name, data in entries:
             info = zipfile.ZipInfo(name, date_time=_EPOCH)
             info.external_attr = _MODE
             info.compress_type = zipfile.ZIP_DEFLATED
             wheel.writestr(info, data, compresslevel=9)
-    partial.replace(path)
     return path

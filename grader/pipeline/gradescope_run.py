@@ -32,13 +32,13 @@ from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover.finder import Submission, candidates, choose_submission, modified_at
 from grader.discover.gradescope_export import safe_student_id
-from grader.discover.times import parse_submission_time
 from grader.execute import isolation
+from grader.files import write_text_atomic
 from grader.layout import PROJECT_ROOT, SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission, unrun_questions
-from grader.record.atomic import write_text_atomic
 from grader.record.autograder_results import autograder_results
 from grader.results import INTERNAL, SubmissionResult
+from grader.times import parse_submission_time
 
 CONFIG = "autograder.json"  # written into the zip: {"assignment": ..., "grader_version": ...}
 DEFAULT_ROOT = "/autograder"

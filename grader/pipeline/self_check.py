@@ -17,12 +17,12 @@ from grader.check.load import available_assignments, load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Submission, read_submission
 from grader.discover.assignment_of import infer_assignment
-from grader.discover.finder import KINDS, modified_at
+from grader.discover.finder import submission_file
 from grader.errors import ConfigurationError, InvalidSubmission
 from grader.execute import isolation
+from grader.files import write_text_atomic
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission
-from grader.record import write_text_atomic
 from grader.report import render_student_report
 from grader.results import PUBLIC, SubmissionResult
 
@@ -58,16 +58,6 @@ def public_only(assignment: Assignment) -> Assignment:
     return public
 
 
-def submission_file(path: Path) -> Submission:
-    """One student's file, as ``grader check`` is given it; the student id is the file's stem."""
-    if not path.exists():
-        raise ConfigurationError(f"{path} does not exist")
-    if path.is_dir():
-        raise ConfigurationError(f"{path} is a folder: check the notebook (.ipynb) or Python file (.py) in it")
-    kind = KINDS.get(path.suffix.lower())
-    if kind is None:
-        raise ConfigurationError(f"{path} is not a notebook (.ipynb) or a Python file (.py)")
-    return Submission(student=path.stem, path=path.resolve(), kind=kind, submitted_at=modified_at(path))
 
 
 def _which(submission: Submission, solutions_dir: Path) -> str:

@@ -1,6 +1,7 @@
 """Record stage: results.json (Gradescope format), the SQLite gradebook, grades.csv and lms.csv."""
 
-from grader.record.atomic import write_text_atomic
+# Re-exported while pipeline/ imports it from here; its home is grader/files.py.
+from grader.files import write_text_atomic
 from grader.record.gradebook import Gradebook
 from grader.record.grades_csv import write_grades_csv
 from grader.record.gradescope import gradescope_results

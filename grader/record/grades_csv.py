@@ -9,7 +9,7 @@ from pathlib import Path
 
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
-from grader.record.atomic import write_text_atomic
+from grader.files import write_text_atomic
 from grader.results import SubmissionResult
 
 LATE_COLUMNS = ("submitted_at", "deadline", "late_hours", "late_penalty")  # UTC times; hours after the deadline

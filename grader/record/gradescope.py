@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.adjust.late import describe_late
+from grader.points import json_number
 from grader.record.result_json import to_data
 from grader.results import MARKED, PASSED, PUBLIC, ManualMark, SubmissionResult
-
-
-def _points(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else round(value, 4)
+from grader.times import describe_late
 
 
 def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
@@ -27,8 +24,8 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
         output = "\n".join(lines)
         tests.append({
             "name": f"{check.question}: {check.title}",
-            "score": _points(check.score),
-            "max_score": _points(check.max_score),
+            "score": json_number(check.score),
+            "max_score": json_number(check.max_score),
             "status": "passed" if check.status == PASSED else "failed",
             "output": output,
             "tags": [check.question, check.visibility],
@@ -37,16 +34,16 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
         })
     manual = tuple(m.for_student() for m in result.manual)  # results.json is the student's to see
     tests += [_manual_test(mark) for mark in manual if mark.max_score]
-    per_question = ", ".join(f"{q.id} {_points(q.score)}/{_points(q.max_score)}" for q in result.questions)
-    per_question += "".join(f", {m.question} {_points(m.score) if m.state == MARKED else 'not marked'}"
-                            f"/{_points(m.max_score)}" for m in manual if m.max_score)
-    summary = f"{result.assignment}: {_points(result.score)}/{_points(result.max_score)} ({per_question})"
+    per_question = ", ".join(f"{q.id} {json_number(q.score)}/{json_number(q.max_score)}" for q in result.questions)
+    per_question += "".join(f", {m.question} {json_number(m.score) if m.state == MARKED else 'not marked'}"
+                            f"/{json_number(m.max_score)}" for m in manual if m.max_score)
+    summary = f"{result.assignment}: {json_number(result.score)}/{json_number(result.max_score)} ({per_question})"
     if result.late is not None:
         summary += "\n" + describe_late(result.late, result.late_points, result.code_score + result.manual_score)
     if result.reason:
         summary += f"\n{result.status}: {result.reason}"
     return {
-        "score": _points(result.score),
+        "score": json_number(result.score),
         "execution_time": result.duration_s,
         "output": summary,
         "output_format": "text",
@@ -62,19 +59,19 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
             "reason": result.reason,
             "source": result.source,
             "sha256": result.sha256,
-            "max_score": _points(result.max_score),
+            "max_score": json_number(result.max_score),
             "submitted_at": result.submitted_at,
             "graded_at": result.graded_at,
-            "questions": [{"id": q.id, "score": _points(q.score), "max_score": _points(q.max_score),
+            "questions": [{"id": q.id, "score": json_number(q.score), "max_score": json_number(q.max_score),
                            "notes": list(q.notes)} for q in result.questions],
             "answers": {a.id: a.text for a in result.answers},
             "notes": list(result.notes),
             "environment": dict(result.environment),
-            "code_score": _points(result.code_score),
-            "manual": [{"question": m.question, "points": m.points, "max_score": _points(m.max_score),
+            "code_score": json_number(result.code_score),
+            "manual": [{"question": m.question, "points": m.points, "max_score": json_number(m.max_score),
                         "comment": m.comment, "state": m.state} for m in manual],
             "late": None if result.late is None else {**to_data(result.late.for_student()),
-                                                      "points_deducted": _points(result.late_points)},
+                                                      "points_deducted": json_number(result.late_points)},
         },
     }
 
@@ -84,8 +81,8 @@ def _manual_test(mark: ManualMark) -> dict[str, Any]:
     marked = mark.state == MARKED
     test: dict[str, Any] = {
         "name": f"{mark.question}: written answer (marked by hand)",
-        "score": _points(mark.score),
-        "max_score": _points(mark.max_score),
+        "score": json_number(mark.score),
+        "max_score": json_number(mark.max_score),
         "output": mark.comment if marked else "Not marked yet." + (f"\n{mark.comment}" if mark.comment else ""),
         "tags": [mark.question, "manual"],
         "visibility": "visible",

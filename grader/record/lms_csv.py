@@ -14,14 +14,11 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from grader.record.atomic import write_text_atomic
+from grader.files import write_text_atomic
+from grader.points import decimal
 from grader.results import SubmissionResult
 
 HEADER = ("student_id", "score", "out_of")
-
-
-def _number(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".")  # 87.5, 100, 33.3333: never an exponent
 
 
 def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> None:
@@ -29,5 +26,5 @@ def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> None:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(HEADER)
     for result in sorted(results, key=lambda r: r.student):
-        writer.writerow([result.student, _number(result.score), _number(result.max_score)])
+        writer.writerow([result.student, decimal(result.score), decimal(result.max_score)])
     write_text_atomic(path, buffer.getvalue())

@@ -1,9 +1,10 @@
 """The instructor's view of a submission as it ran: a notebook built from the student's cells, with what the grader
 captured of each (stdout, stderr, the error) as its outputs, rendered by nbconvert.
 
-The cells come from the submission file, read again here (a stored result keeps no source): a notebook's own cells,
-markdown included, with their outputs dropped as the grader drops them; a ``.py`` file's top-level statements, as
-the grader ran them. Outputs are only ever what the grader captured, never what a notebook was saved with.
+The cells come from the submission file, read again (a stored result keeps no source): a notebook's own cells,
+markdown included, with their outputs dropped as the grader drops them (``discover``'s ``notebook_cells``); a ``.py``
+file's top-level statements, as the grader ran them. Outputs are only ever what the grader captured, never what a
+notebook was saved with.
 
 nbconvert's page templates load MathJax and require.js from CDNs; this uses its ``basic`` template (cells only)
 inside the report's own page. Code and outputs reach the page escaped (Pygments, nbconvert's ansi2html); a student's
@@ -16,11 +17,9 @@ Content-Security-Policy would refuse a script or a load anyway.)
 from __future__ import annotations
 
 import functools
-import json
 import re
 import threading
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import bleach
@@ -29,7 +28,7 @@ import nbformat
 from bleach.html5lib_shim import Filter
 from markupsafe import Markup
 
-from grader.discover import MAX_SUBMISSION_BYTES, Submission, read_submission
+from grader.discover import Submission, notebook_cells, read_submission
 from grader.errors import InvalidSubmission
 from grader.results import SubmissionResult, UnitResult
 
@@ -182,37 +181,6 @@ def highlight_css() -> str:
     return HtmlFormatter(style="default").get_style_defs(".notebook .highlight")
 
 
-def _drop_outputs(obj: dict) -> Any:
-    return None if "output_type" in obj else obj
-
-
-def _text(source: Any) -> str:
-    if isinstance(source, list):
-        return "".join(s for s in source if isinstance(s, str))
-    return source if isinstance(source, str) else ""
-
-
-def _notebook_cells(path: Path) -> list[tuple[str, str]]:
-    """(cell type, source) of a notebook's code and markdown cells, its saved outputs dropped while parsing."""
-    if path.stat().st_size > MAX_SUBMISSION_BYTES:
-        raise ValueError("too big")
-    data = json.loads(path.read_text(encoding="utf-8-sig"), object_hook=_drop_outputs)
-    if "worksheets" in data:  # nbformat 3 and before: code in "input", headings in their own cells
-        cells = [c for ws in data["worksheets"] for c in ws.get("cells", [])]
-    else:
-        cells = data["cells"]
-    found = []
-    for cell in cells:
-        kind = cell.get("cell_type")
-        if kind == "code":
-            found.append(("code", _text(cell.get("source", cell.get("input")))))
-        elif kind == "markdown":
-            found.append(("markdown", _text(cell.get("source"))))
-        elif kind == "heading":
-            found.append(("markdown", "#" * int(cell.get("level", 1)) + " " + _text(cell.get("source"))))
-    return found
-
-
 def clip(text: str, limit: int = OUTPUT_SHOWN) -> str:
     """Long output cut in the middle: its beginning and its end (an error, a note of what was not kept) stay."""
     if len(text) <= limit:
@@ -255,7 +223,7 @@ def _sources(result: SubmissionResult, submission: Submission) -> tuple[list[tup
     ran, "cell [1]" ...); if that does not match, or for a .py, the program is read as the grader read it."""
     if submission.kind == "notebook" and result.units:
         try:
-            cells = _notebook_cells(submission.path)
+            cells = notebook_cells(submission.path)
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             cells = []
         labels = iter(u.label for u in result.units)

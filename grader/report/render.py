@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 from markupsafe import Markup
 
-from grader.adjust.late import describe_duration, describe_late, describe_time
+from grader import points
 from grader.discover import Submission
 from grader.layout import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
 from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SmallestCase, SubmissionResult, TensorDiff
+from grader.times import describe_duration, describe_late, describe_time
 
 if TYPE_CHECKING:
     from grader.similar import Pair, SimilarityReport
@@ -75,7 +76,7 @@ def _number(value: float) -> str:
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(points=lambda value: f"{value:g}", clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
+    env.filters.update(points=points.shown, clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
                        number=_number, exact=exact, label=lambda status: STATUS_LABELS.get(status, status),
                        moment=describe_time, duration=describe_duration)
     env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN,

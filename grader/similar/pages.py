@@ -14,7 +14,7 @@ from markupsafe import Markup, escape
 from grader.discover import Submission
 from grader.discover.program import read_submission
 from grader.errors import InvalidSubmission
-from grader.record import write_text_atomic
+from grader.files import write_text_atomic
 from grader.similar.boilerplate import boilerplate_for
 from grader.similar.compare import Pair, similar_pairs
 

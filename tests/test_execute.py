@@ -13,9 +13,10 @@ import nbformat
 import numpy as np
 import pytest
 
+from grader.check.student import StudentCode
 from grader.discover import read_program
 from grader.errors import CallTimedOut, ProcessDied, StudentRaised
-from grader.execute import Arg, Limits, LoadedUnit, StudentCode, StudentProcess, isolation
+from grader.execute import Arg, Limits, LoadedUnit, StudentProcess, isolation
 from grader.execute.isolation import Sandbox
 from grader.execute.workers import Worker
 

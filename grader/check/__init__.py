@@ -4,7 +4,7 @@ from grader.adjust.late import LatePolicy
 from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, WrittenQuestion
-from grader.execute.student import StudentObject
+from grader.check.student import StudentObject
 from grader.execute.values import Arg
 
 __all__ = ["Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Question", "StudentObject",

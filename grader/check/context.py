@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from grader.check.array_text import array_text
 from grader.check.compare import compare_tensor
+from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
-from grader.execute.array_text import array_text
-from grader.execute.student import StudentCode
 from grader.execute.values import Returned
 from grader.results import Heatmap, TensorDiff
 

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from grader.check.context import CheckContext
 from grader.check.seeds import check_seed
 from grader.check.spec import Assignment, CheckSpec, Question
+from grader.check.student import ReplayedCode, ReplayExhausted, StudentCode, without_sizes
 from grader.check.variants import substituted
 from grader.discover.program import Program
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
-from grader.execute.student import ReplayedCode, ReplayExhausted, StudentCode, without_sizes
 from grader.execute.workers import Worker
 from grader.results import (
     CRASHED,

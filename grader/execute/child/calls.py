@@ -120,7 +120,7 @@ class Calls:
                                 "is_class": isinstance(obj, type)}
         if isinstance(obj, type):
             info["is_module"] = issubclass(obj, torch.nn.Module)
-        try:  # the grader matches the assignment's arguments to it (grader/execute/arguments.py)
+        try:  # the grader matches the assignment's arguments to it (grader/check/signature.py)
             info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty]
                                  for p in inspect.signature(obj).parameters.values()]
         except (TypeError, ValueError):  # no signature Python can read

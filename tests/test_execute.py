@@ -248,7 +248,7 @@ def test_a_reply_announcing_too_large_an_array_is_refused_before_it_is_read() ->
     """Student code can replace the child's own encoder; the grader still judges the announced shape first."""
     source = """
         import sys, torch
-        encoder = sys.modules["values"]
+        encoder = sys.modules["convert"]
         honest = encoder.encode
         encoder.encode = lambda value, blobs, depth=0, **kw: honest(value, blobs, depth, max_elements=10**12)
         def big():

@@ -5,7 +5,7 @@ from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, WrittenQuestion
 from grader.check.student import StudentObject
-from grader.execute.values import Arg
+from grader.execute.arguments import Arg
 
 __all__ = ["Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Question", "StudentObject",
            "WrittenQuestion", "load_assignment", "load_solution_module"]

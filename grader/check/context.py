@@ -15,7 +15,7 @@ from grader.check.array_text import array_text
 from grader.check.compare import compare_tensor
 from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
-from grader.execute.values import Returned
+from grader.execute.arguments import Returned
 from grader.results import Heatmap, TensorDiff
 
 HEATMAP_ITEMS = 2  # batch items drawn per tensor of attention weights

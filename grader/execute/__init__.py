@@ -4,8 +4,8 @@ What a check holds to call into that process (``StudentCode``, ``StudentFunction
 API and lives in ``grader.check.student``; this package is the process, its sandbox and the wire.
 """
 
+from grader.execute.arguments import Arg, Returned
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, StudentProcess
-from grader.execute.values import Arg, Returned
 
 __all__ = ["Arg", "Limits", "LoadedUnit", "Returned", "StudentProcess"]

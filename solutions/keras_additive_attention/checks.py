@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.check import Arg, Assignment, CheckContext, Question, StudentObject
-from grader.execute.values import Returned
+from grader.execute.arguments import Returned
 from grader.results import HIDDEN
 
 from . import reference_numpy as ref

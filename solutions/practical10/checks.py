@@ -19,7 +19,7 @@ import numpy as np
 from grader.check import Arg, Assignment, CheckContext, Question, StudentObject, WrittenQuestion
 from grader.check.student import StudentFunction
 from grader.errors import StudentRaised, WrongAnswer
-from grader.execute.values import Returned
+from grader.execute.arguments import Returned
 from grader.layout import ASSIGNMENTS_DIR
 from grader.results import HIDDEN
 

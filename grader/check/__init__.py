@@ -1,11 +1,24 @@
-"""Check stage: what ``solutions/<name>/checks.py`` builds on, and the runner that applies it to a submission."""
+"""Check stage: what ``solutions/<name>/checks.py`` builds on, and the runner that applies it to a submission.
+
+This package's namespace is the whole vocabulary of an assignment's own files (``checks.py``, ``variants.py``,
+``reference_*.py``): they import from ``grader.check`` only, whatever module a name lives in. The grader's own modules
+import the submodules (``grader.check.load``, ``grader.check.runner``) instead, so that none of them waits on this
+namespace being complete.
+"""
 
 from grader.adjust.late import LatePolicy
+from grader.check.compare import compare_tensor
 from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, WrittenQuestion
-from grader.check.student import StudentObject
-from grader.execute.arguments import Arg
+from grader.check.student import StudentFunction, StudentObject
+from grader.check.variants import substitutable
+from grader.errors import StudentRaised, WrongAnswer
+from grader.execute.arguments import Arg, Returned
+from grader.execute.limits import Limits
+from grader.layout import assignment_file
+from grader.results import HIDDEN, PUBLIC
 
-__all__ = ["Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Question", "StudentObject",
-           "WrittenQuestion", "load_assignment", "load_solution_module"]
+__all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Limits", "Question",
+           "Returned", "StudentFunction", "StudentObject", "StudentRaised", "WrittenQuestion", "WrongAnswer",
+           "assignment_file", "compare_tensor", "load_assignment", "load_solution_module", "substitutable"]

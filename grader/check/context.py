@@ -150,6 +150,16 @@ class CheckContext:
             raise WrongAnswer(message, hint=hint or message, misconception=misconception)
         self.met += 1
 
+    def expect_sequence(self, label: str, got: Returned, names: Sequence[str]) -> tuple[Returned, ...]:
+        """Fail unless ``got`` is a tuple or list of exactly ``len(names)`` values; return them, to check each in
+        turn. ``label`` says what returned it ("AdditiveAttention", "the harness"), ``names`` what each value is
+        ("weighted_sum", "attention_weights"), for the message."""
+        wanted = f"{'a pair' if len(names) == 2 else f'{len(names)} values'} ({', '.join(names)})"
+        self.expect(got.kind == "sequence" and got.length == len(names),
+                    f"{label} should return {wanted}, but returned {got.describe()}",
+                    hint=f"{label} does not return {wanted}")
+        return got.items
+
     def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:
         if expected.ndim == 0:
             return

@@ -17,8 +17,9 @@ from markupsafe import escape
 
 from grader.check import load_assignment
 from grader.check.context import CheckContext
-from grader.check.runner import SubmissionRunner, run_at_sizes
+from grader.check.runner import SubmissionRunner
 from grader.check.seeds import check_seed
+from grader.check.shrink import run_at_sizes
 from grader.check.spec import Assignment
 from grader.check.student import StudentCode
 from grader.discover import Submission, read_submission

@@ -11,3 +11,8 @@ _PACKAGED = Path(__file__).resolve().parent / PACKAGED_TEMPLATES
 TEMPLATES_DIR = _PACKAGED if _PACKAGED.is_dir() else PROJECT_ROOT / "templates"
 # What a student installs and runs: copied into every kit (named for its assignment) and the kit wheel's description.
 STUDENT_GUIDE = PROJECT_ROOT / "docs" / "student-kit.md"
+
+
+def assignment_file(assignment: str, *parts: str) -> Path:
+    """A file the students were given, under ``assignments/<assignment>/`` (a harness a check runs, say)."""
+    return ASSIGNMENTS_DIR.joinpath(assignment, *parts)

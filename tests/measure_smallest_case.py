@@ -14,7 +14,7 @@ from pathlib import Path
 from grader.check.context import CheckContext
 from grader.check.runner import SubmissionRunner
 from grader.check.spec import CheckSpec
-from grader.execute.student import StudentCode
+from grader.check.student import StudentCode
 from grader.pipeline import grade_class
 from grader.results import SmallestCase
 

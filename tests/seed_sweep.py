@@ -15,9 +15,9 @@ from pathlib import Path
 
 from grader.check.runner import SubmissionRunner
 from grader.check.spec import Assignment, CheckSpec, Question
+from grader.check.student import StudentCode
 from grader.discover import read_program
 from grader.execute import isolation
-from grader.execute.student import StudentCode
 from grader.execute.workers import Worker
 from grader.results import CRASHED, TIMEOUT, CheckResult
 

@@ -1,5 +1,5 @@
-"""How a check's weights find the student's parameters (grader/execute/binding.py) and its constructor arguments the
-student's signature (grader/execute/arguments.py): the rule on its own, then through the real runner."""
+"""How a check's weights find the student's parameters (grader/check/binding.py) and its constructor arguments the
+student's signature (grader/check/signature.py): the rule on its own, then through the real runner."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from grader.check import load_assignment
+from grader.check.binding import EXACT, RENAMED, STRUCTURE, Found, Naming, bind
+from grader.check.signature import Parameter, plan_call
 from grader.discover import Submission
-from grader.execute.arguments import Parameter, plan_call
-from grader.execute.binding import EXACT, RENAMED, STRUCTURE, Found, Naming, bind
 from grader.pipeline import grade_submission
 from grader.record.gradescope import gradescope_results
 from grader.results import SubmissionResult

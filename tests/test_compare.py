@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from grader.check.compare import compare_tensor
-from grader.execute.values import Returned
+from grader.execute.arguments import Returned
 
 EXPECTED = np.array([[0.25, 0.75, 0.0], [0.5, 0.5, 0.0]])
 

@@ -13,9 +13,10 @@ import nbformat
 import numpy as np
 import pytest
 
+from grader.check.student import StudentCode
 from grader.discover import read_program
 from grader.errors import CallTimedOut, ProcessDied, StudentRaised
-from grader.execute import Arg, Limits, LoadedUnit, StudentCode, StudentProcess, isolation
+from grader.execute import Arg, Limits, LoadedUnit, StudentProcess, isolation
 from grader.execute.isolation import Sandbox
 from grader.execute.workers import Worker
 
@@ -247,7 +248,7 @@ def test_a_reply_announcing_too_large_an_array_is_refused_before_it_is_read() ->
     """Student code can replace the child's own encoder; the grader still judges the announced shape first."""
     source = """
         import sys, torch
-        encoder = sys.modules["values"]
+        encoder = sys.modules["convert"]
         honest = encoder.encode
         encoder.encode = lambda value, blobs, depth=0, **kw: honest(value, blobs, depth, max_elements=10**12)
         def big():

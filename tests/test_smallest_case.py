@@ -17,12 +17,13 @@ from markupsafe import escape
 
 from grader.check import load_assignment
 from grader.check.context import CheckContext
-from grader.check.runner import SubmissionRunner, run_at_sizes
+from grader.check.runner import SubmissionRunner
 from grader.check.seeds import check_seed
+from grader.check.shrink import run_at_sizes
 from grader.check.spec import Assignment
+from grader.check.student import StudentCode
 from grader.discover import Submission, read_submission
 from grader.errors import ConfigurationError
-from grader.execute.student import StudentCode
 from grader.pipeline import ClassRun, grade_submission
 from grader.record.gradescope import gradescope_results
 from grader.record.result_json import result_from_json, result_to_json

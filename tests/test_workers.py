@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.check.student import StudentCode
 from grader.discover import read_program
-from grader.execute import Limits, Returned, StudentCode, StudentProcess, isolation
+from grader.execute import Limits, Returned, StudentProcess, isolation
 from grader.execute.workers import Worker, WorkerPool
 
 LIMITS = Limits(call_seconds=5.0, unit_seconds=5.0, submission_seconds=60.0)

@@ -1,14 +1,25 @@
-"""Check stage: what ``solutions/<name>/checks.py`` builds on, and the runner that applies it to a submission."""
+"""Check stage: what ``solutions/<name>/checks.py`` builds on, and the runner that applies it to a submission.
 
-from grader.adjust.late import LatePolicy
+This package's namespace is the whole vocabulary of an assignment's own files (``checks.py``, ``variants.py``,
+``reference_*.py``): they import from ``grader.check`` only, whatever module a name lives in. The grader's own modules
+import the submodules (``grader.check.load``, ``grader.check.runner``) instead, so that none of them waits on this
+namespace being complete.
+"""
+
+from grader.check.compare import compare_tensor
 from grader.check.context import CheckContext
 from grader.check.load import available_assignments, load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, WrittenQuestion
+from grader.check.student import StudentFunction, StudentObject
 from grader.check.variants import substitutable
-from grader.execute.student import StudentObject
-from grader.execute.values import Arg
+from grader.errors import StudentRaised, WrongAnswer
+from grader.execute.arguments import Arg, Returned
+from grader.execute.limits import Limits
+from grader.layout import assignment_file
 from grader.results import HIDDEN, PUBLIC
+from grader.times import LatePolicy
 
-__all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Question",
-           "StudentObject", "WrittenQuestion", "available_assignments", "load_assignment", "load_solution_module",
+__all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Limits", "Question",
+           "Returned", "StudentFunction", "StudentObject", "StudentRaised", "WrittenQuestion", "WrongAnswer",
+           "assignment_file", "available_assignments", "compare_tensor", "load_assignment", "load_solution_module",
            "substitutable"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.execute.values import Returned
+from grader.execute.arguments import Returned
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from grader.check.array_text import array_text
 from grader.check.compare import compare_tensor
+from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
-from grader.execute.array_text import array_text
-from grader.execute.student import StudentCode
-from grader.execute.values import Returned
+from grader.execute.arguments import Returned
 from grader.results import Heatmap, TensorDiff
 
 HEATMAP_ITEMS = 2  # batch items drawn per tensor of attention weights
@@ -149,6 +149,16 @@ class CheckContext:
         if not condition:
             raise WrongAnswer(message, hint=hint or message, misconception=misconception)
         self.met += 1
+
+    def expect_sequence(self, label: str, got: Returned, names: Sequence[str]) -> tuple[Returned, ...]:
+        """Fail unless ``got`` is a tuple or list of exactly ``len(names)`` values; return them, to check each in
+        turn. ``label`` says what returned it ("AdditiveAttention", "the harness"), ``names`` what each value is
+        ("weighted_sum", "attention_weights"), for the message."""
+        wanted = f"{'a pair' if len(names) == 2 else f'{len(names)} values'} ({', '.join(names)})"
+        self.expect(got.kind == "sequence" and got.length == len(names),
+                    f"{label} should return {wanted}, but returned {got.describe()}",
+                    hint=f"{label} does not return {wanted}")
+        return got.items
 
     def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:
         if expected.ndim == 0:

@@ -4,11 +4,9 @@ A check that times out or kills the process costs only that check: the runner st
 goes on with the next one. Questions graded with a reference (``graded_with_reference``) are, when the owning
 question lost points, also run with the student's own code, so the report can say what the reference changed.
 
-A check that draws its sizes with ``ctx.sizes`` and fails on values is run again in the same fork with smaller
-sizes forced, to find the smallest input that still fails the same way (``SmallestCase``), for the student to
-reproduce by hand. The search is greedy and bounded (``SHRINK_ATTEMPTS`` runs, ``SHRINK_SECONDS``), deterministic
-(every run is seeded with the check's seed), and never changes the score; a run that hangs or crashes ends it, and
-the next check gets a fresh process as after any crashed check.
+A check that fails is then looked at twice, in the same fork: which known mistake its answers show (diagnose.py),
+and, when it drew its sizes with ``ctx.sizes`` and failed on values, the smallest input that still fails the same way
+(shrink.py).
 """
 
 from __future__ import annotations
@@ -17,19 +15,20 @@ import dataclasses
 import re
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from grader.check.context import CheckContext
+from grader.check.diagnose import diagnose
 from grader.check.seeds import check_seed
+from grader.check.shrink import smallest_case
 from grader.check.spec import Assignment, CheckSpec, Question
-from grader.check.variants import substituted
+from grader.check.student import StudentCode, without_sizes
 from grader.discover.program import Program
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
-from grader.execute.student import ReplayedCode, ReplayExhausted, StudentCode, without_sizes
 from grader.execute.workers import Worker
 from grader.results import (
     CRASHED,
@@ -47,9 +46,6 @@ from grader.results import (
     QuestionResult,
     SmallestCase,
 )
-
-SHRINK_ATTEMPTS = 40  # smaller runs of one failing check, at most
-SHRINK_SECONDS = 5.0  # and the time they may take together
 
 
 @dataclass
@@ -285,59 +281,12 @@ class SubmissionRunner:
         return run
 
     def _diagnose(self, check: CheckSpec, seed: int, code: StudentCode, failed: CheckContext) -> Diagnosis | None:
-        """The first known-wrong variant of this question whose answers agree with the student's where the check
-        failed: the check replayed with the variant in place of the reference gets further, or passes."""
-        for variant in self.assignment.variants_for(check.question):
-            if variant.replaces is None:
-                continue
-            replay = CheckContext(student=ReplayedCode(code), seed=seed)
-            try:
-                with substituted(variant):
-                    check.run(replay)
-            except ReplayExhausted:
-                if replay.met <= failed.met:
-                    continue
-            except Exception:  # a variant that disagrees, or cannot run on these inputs
-                continue
-            return Diagnosis(variant.id, variant.name, variant.explanation)
-        return None
+        return diagnose(self.assignment, check, seed, code, failed)
 
     def _shrink(self, check: CheckSpec, seed: int, code: StudentCode,
                 failed: CheckContext) -> tuple[SmallestCase | None, str | None]:
-        """The smallest sizes at which the check still fails at the same expectation: greedy, one size at a time
-        (1, then half, then one less), again until nothing shrinks; None when no smaller size fails. And a note for
-        the check when the code hung or crashed at a smaller size, which ends the search."""
-        public = check.visibility == PUBLIC
-        best = dict(failed.drawn)
-        found: tuple[CheckContext, WrongAnswer] | None = None
-        tried: set[tuple[tuple[str, int], ...]] = set()
-        stop = min(time.monotonic() + SHRINK_SECONDS, self.deadline)
-        shrinking = True
-        while shrinking:
-            shrinking = False
-            for name in list(best):
-                floor = failed.minimum.get(name, 1)
-                for size in sorted({floor, best[name] // 2, best[name] - 1} - set(range(floor))):
-                    trial = {**best, name: size}
-                    if size >= best[name] or tuple(trial.items()) in tried:
-                        continue
-                    if len(tried) >= SHRINK_ATTEMPTS or time.monotonic() >= stop:
-                        return _smallest(found, failed, public, len(tried)), None
-                    tried.add(tuple(trial.items()))
-                    try:
-                        run, failure = run_at_sizes(check, seed, code, trial)
-                    except (CallTimedOut, ProcessDied) as exc:
-                        self.close()  # the next check starts the submission again, as after a crashed check
-                        what = "ran past its time limit" if isinstance(exc, CallTimedOut) else "ended the process"
-                        # A hidden check's sizes as graded stay hidden: the trial keeps all but one of them.
-                        where = f"at {SmallestCase.describe(tuple(trial.items()))}" if public else "on smaller inputs"
-                        note = f"Looking for a smaller failing case, your code {what} {where}, so the search stopped."
-                        return _smallest(found, failed, public, len(tried)), note
-                    if failure is not None and failure.values and run.met == failed.met \
-                            and run.drawn.get(name, size) < best[name]:
-                        best, found, shrinking = dict(run.drawn), (run, failure), True
-                        break
-        return _smallest(found, failed, public, len(tried)), None
+        # A smaller run that hangs or crashes ends the process: the next check starts the submission again.
+        return smallest_case(check, seed, code, failed, deadline=self.deadline, lost=self.close)
 
     def _seed(self, check: CheckSpec) -> int:
         return check_seed(self.assignment.name, self.student, check.id)
@@ -397,34 +346,3 @@ class SubmissionRunner:
             return outcome(INTERNAL, message, message, traceback.format_exc())
         return outcome(PASSED, "passed", "passed", "passed")
 
-
-def run_at_sizes(check: CheckSpec, seed: int, code: StudentCode,
-                 sizes: Mapping[str, int]) -> tuple[CheckContext, WrongAnswer | None]:
-    """The check run again, seeded as before, with ``sizes`` forced on its ``ctx.sizes``: its context, and the wrong
-    answer it found, if it found one. A hang or a crash raises (CallTimedOut, ProcessDied)."""
-    run = CheckContext(student=code, seed=seed, forced=sizes)
-    try:
-        code.seed(seed)
-        try:
-            check.run(run)
-        except WrongAnswer:
-            code.settle(ignore_errors=True)
-            raise
-        code.settle()
-    except WrongAnswer as exc:
-        return run, exc
-    except (CallTimedOut, ProcessDied, ConfigurationError):
-        raise
-    except Exception:  # the code raised at these sizes, or the check cannot run on them: not the same failure
-        return run, None
-    return run, None
-
-
-def _smallest(found: tuple[CheckContext, WrongAnswer] | None, failed: CheckContext, public: bool,
-              attempts: int) -> SmallestCase | None:
-    if found is None:
-        return None
-    run, failure = found
-    diff = run.diff or next((table for table in run.tables if table.bad), None)
-    return SmallestCase(tuple(run.drawn.items()), tuple(failed.drawn.items()),
-                        failure.message if public else failure.hint, failure.message, run.trace, diff, attempts)

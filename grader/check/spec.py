@@ -10,9 +10,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grader.check.binding import Naming
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
-from grader.execute.binding import Naming
 from grader.execute.limits import Limits
 from grader.results import HIDDEN, PUBLIC
 from grader.times import LatePolicy, parse_time
@@ -34,7 +34,7 @@ class Question:
     # Names from the provided code that this question's checks call but students do not write (a training
     # harness), put in the student's namespace while the question is graded.
     uses_provided: tuple[str, ...] = ()
-    # How the weights the checks set find the student's parameters (grader/execute/binding.py): by the specified
+    # How the weights the checks set find the student's parameters (grader/check/binding.py): by the specified
     # names only (strict_names), or also up to case, by these aliases of a name's parts, and by structure.
     strict_names: bool = False
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -1,71 +1,117 @@
-"""How the arguments a check constructs a student's class with meet the signature the student wrote.
-
-The assignment names the constructor's arguments (``AdditiveAttention(num_hiddens, dropout)``); students rename them
-(``d_hid``, ``hidden_dim``, ``dropout_rate``). The rule, the same for everyone:
-
-- every argument the signature names goes by that name, and an optional one (``key_size``) only when it is named;
-- when some are not named but the signature takes as many arguments otherwise, in the assignment's order (its
-  required ones no more than that), those go to the signature's other parameters in order, and the report says so;
-- otherwise the call cannot be matched, which the check reports as such (never as the student's code raising).
-"""
+"""Values crossing the trust boundary, on the grader's side: arguments we send and what came back."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-POSITIONAL_KINDS = ("positional", "either")
+import numpy as np
+
+from grader.errors import ProcessDied
+from grader.execute.child import wire
+
+TENSOR_TYPES = ("torch.Tensor", "torch.nn.parameter.Parameter")
+ARG_DTYPES = ("float32", "float64", "int64", "int32", "bool")
 
 
 @dataclass(frozen=True)
-class Parameter:
-    name: str
-    kind: str  # "positional", "either", "*args", "keyword", "**kwargs" (inspect's kinds)
-    has_default: bool
+class Arg:
+    """An argument for student code: a NumPy array sent as a torch tensor of ``dtype`` or as a NumPy array,
+    a name in the student's namespace (a class to pass along), or a plain JSON value. Lists and tuples of
+    arguments are sent as lists and tuples."""
+
+    value: Any
+    dtype: str | None = None
+    kind: str = "value"  # value, tensor, ndarray, name
+
+    @classmethod
+    def tensor(cls, array: np.ndarray, dtype: str = "float32") -> Arg:
+        if dtype not in ARG_DTYPES:
+            raise ValueError(f"unsupported tensor dtype {dtype}")
+        return cls(np.asarray(array), dtype, "tensor")
+
+    @classmethod
+    def array(cls, array: np.ndarray, dtype: str = "float64") -> Arg:
+        """A NumPy array, for questions answered in NumPy."""
+        if dtype not in ARG_DTYPES:
+            raise ValueError(f"unsupported array dtype {dtype}")
+        return cls(np.asarray(array, dtype=dtype), dtype, "ndarray")
+
+    @classmethod
+    def name(cls, name: str) -> Arg:
+        """What ``name`` is bound to in the student's namespace, e.g. their class, for a provided harness."""
+        return cls(name, None, "name")
+
+    def encode(self, blobs: list[bytes]) -> dict[str, Any]:
+        if self.kind in ("tensor", "ndarray"):
+            blobs.append(wire.encode_array(self.value))
+            return {"kind": self.kind, "dtype": self.dtype, "blob": len(blobs) - 1}
+        if self.kind == "name":
+            return {"kind": "name", "name": str(self.value)}
+        if self.value is None or isinstance(self.value, (bool, int, float, str)):
+            return {"kind": "value", "value": self.value}
+        if isinstance(self.value, (list, tuple)):
+            items = [(item if isinstance(item, Arg) else Arg(item)).encode(blobs) for item in self.value]
+            return {"kind": "sequence", "tuple": isinstance(self.value, tuple), "items": items}
+        raise TypeError(f"cannot send {type(self.value).__name__} to student code")
 
 
 @dataclass(frozen=True)
-class CallPlan:
-    args: tuple[Any, ...]  # for positional-only parameters
-    kwargs: dict[str, Any]
-    renamed: tuple[tuple[str, str], ...] = ()  # (the assignment's name, the student's) for arguments matched by order
-    problem: str = ""  # why the arguments could not be matched; then nothing else is set
+class Returned:
+    """What student code returned, as plain data. ``array`` is set for tensors and NumPy arrays."""
+
+    kind: str  # tensor, tensor_subclass, ndarray, none, scalar, str, sequence, object
+    type_name: str
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    array: np.ndarray | None = field(default=None, compare=False)
+    items: tuple[Returned, ...] = ()
+    length: int = 0
+    value: Any = None
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor" and self.type_name in TENSOR_TYPES
+
+    def describe(self) -> str:
+        """A short phrase for messages: 'a torch.Tensor of shape (2, 3)', 'a tuple of 2 items', 'None'."""
+        if self.kind in ("tensor", "ndarray", "tensor_subclass"):
+            shape = f" of shape {self.shape}" if self.shape is not None else ""
+            return f"a {self.type_name}{shape}"
+        if self.kind == "none":
+            return "None"
+        if self.kind == "sequence":
+            return f"a {self.type_name} of {self.length} item{'s' if self.length != 1 else ''}"
+        if self.kind in ("scalar", "str"):
+            return f"a {self.type_name} ({self.value!r})"
+        return f"a {self.type_name}"
 
 
-def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
-              optional: Mapping[str, Any]) -> CallPlan:
-    """``wanted``: the arguments in the assignment's order; ``optional``: passed only where the signature names them
-    (``**kwargs`` does not count: in a module it usually goes on to ``nn.Module.__init__``, which takes none)."""
-    if signature is None:  # a signature Python cannot read (a C extension): call as the assignment says
-        return CallPlan((), dict(wanted))
-    named = {p.name for p in signature if p.kind in ("either", "keyword")}
-    kwargs = {k: v for k, v in optional.items() if k in named}
-    unmatched = [k for k in wanted if k not in named]
-    kwargs.update({k: v for k, v in wanted.items() if k in named})
-    if not unmatched:
-        return CallPlan((), kwargs)
-    free = [p for p in signature if p.kind in POSITIONAL_KINDS and p.name not in kwargs]
-    required = [p for p in free if not p.has_default]
-    if len(required) <= len(unmatched) <= len(free):
-        args: list[Any] = []
-        renamed = []
-        for name, parameter in zip(unmatched, free):
-            if parameter.kind == "positional":
-                args.append(wanted[name])
-            else:
-                kwargs[parameter.name] = wanted[name]
-            renamed.append((name, parameter.name))
-        return CallPlan(tuple(args), kwargs, tuple(renamed))
-    if any(p.kind == "**kwargs" for p in signature) and not required:
-        return CallPlan((), {**kwargs, **{k: wanted[k] for k in unmatched}})
-    theirs = ", ".join(p.name for p in signature if p.kind in (*POSITIONAL_KINDS, "keyword")) or "no arguments"
-    return CallPlan((), kwargs, problem=f"it takes ({theirs}), which the grader cannot match with the assignment's "
-                                        f"({', '.join(wanted)})")
-
-
-def describe_renaming(class_name: str, plan: CallPlan) -> str:
-    """The report's line when arguments were matched by order (no values: the same line for every check)."""
-    pairs = ", ".join(f"{ours} as `{theirs}`" for ours, theirs in plan.renamed)
-    return (f"{class_name}'s constructor names its arguments differently from the assignment, so the grader passed "
-            f"them in the assignment's order: {pairs}.")
+def decode_value(desc: Any, blobs: list[bytes], *, max_elements: int) -> Returned:
+    """Rebuild a Returned from the child's description, rejecting anything malformed."""
+    try:
+        kind = desc["kind"]
+        type_name = str(desc["type"])
+        if kind in ("tensor", "ndarray"):
+            shape = tuple(int(n) for n in desc["shape"])
+            array = None
+            if desc.get("data"):
+                blob = blobs[int(desc["blob"])]
+                announced, _ = wire.array_header(blob)
+                if announced != shape:
+                    raise ProcessDied(f"reply announced shape {shape} but carried {announced}")
+                array = wire.decode_array(blob, max_elements=max_elements)
+            return Returned(kind, type_name, dtype=str(desc["dtype"]), shape=shape, array=array)
+        if kind == "sequence":
+            items = tuple(decode_value(item, blobs, max_elements=max_elements) for item in desc["items"])
+            return Returned(kind, type_name, items=items, length=int(desc["length"]))
+        if kind in ("scalar", "str"):
+            value = desc["value"]
+            if not isinstance(value, (bool, int, float, str)):
+                raise ProcessDied("malformed scalar in reply")
+            return Returned(kind, type_name, value=value)
+        if kind in ("none", "object", "tensor_subclass"):
+            return Returned(kind, type_name, value=str(desc.get("repr", ""))[:300])
+    except (KeyError, TypeError, ValueError, IndexError, wire.WireError) as exc:
+        raise ProcessDied(f"malformed value in reply: {exc}") from None
+    raise ProcessDied(f"unknown value kind {kind!r} in reply")

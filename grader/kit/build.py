@@ -24,11 +24,11 @@ from typing import Any
 from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec
+from grader.check.student import ReplayedCode, StudentCode, StudentFunction
 from grader.check.variants import substituted
 from grader.discover.finder import submission_file
 from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute import isolation
-from grader.execute.student import ReplayedCode, StudentCode, StudentFunction
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
 from grader.kit.derive import derive_public_checks
 from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE

@@ -26,10 +26,10 @@ import numpy as np
 from grader.check.context import CheckContext
 from grader.check.runner import SubmissionRunner, _QuestionRun
 from grader.check.spec import Assignment, CheckSpec, Question
+from grader.check.student import StudentCode
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
-from grader.execute.student import StudentCode
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, ArrayStore, read_json
 from grader.kit.oracle import Oracle, VariantMark, answering, replaced
 from grader.kit.session import KernelCalls, KernelSession

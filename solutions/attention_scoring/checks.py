@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check import Arg, Assignment, CheckContext, Question, StudentObject, WrittenQuestion
-from grader.results import HIDDEN
+from grader.check import HIDDEN, Arg, Assignment, CheckContext, Question, StudentObject, WrittenQuestion
 
 from . import reference_numpy as ref
 

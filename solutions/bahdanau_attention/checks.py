@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check import Arg, Assignment, CheckContext, Question, StudentObject
-from grader.check.compare import compare_tensor
-from grader.errors import StudentRaised, WrongAnswer
-from grader.results import HIDDEN
+from grader.check import (
+    HIDDEN,
+    Arg,
+    Assignment,
+    CheckContext,
+    Question,
+    Returned,
+    StudentObject,
+    StudentRaised,
+    WrongAnswer,
+    compare_tensor,
+)
 
 from . import reference_numpy as ref
 
@@ -71,16 +79,14 @@ def inputs(rng: np.random.Generator, n: int, input_dim: int, value_dim: int) -> 
     return (rng.normal(size=(1, input_dim)), rng.normal(size=(n, input_dim)), rng.normal(size=(n, value_dim)))
 
 
-def expect_pair(ctx: CheckContext, name: str, got: object, expected: tuple[np.ndarray, np.ndarray], *,
-                first: str, axes: tuple[str, str] = ("Keys", "Query"), rtol: float = 1e-4,
-                atol: float = 1e-5) -> None:
+def expect_outputs(ctx: CheckContext, name: str, got: Returned, expected: tuple[np.ndarray, np.ndarray], *,
+                   first: str, axes: tuple[str, str] = ("Keys", "Query"), rtol: float = 1e-4,
+                   atol: float = 1e-5) -> None:
     """``got`` must be a (first, attention_weights) pair equal to ``expected``; the weights are drawn."""
-    ctx.expect(got is not None and got.kind == "sequence" and got.length == 2,
-               f"{name} should return a pair ({first}, attention_weights), but returned {got.describe()}",
-               hint=f"{name} does not return a pair")
-    ctx.expect_tensor(f"the attention_weights returned by {name}", got.items[1], expected[1], attention=axes,
+    output, weights = ctx.expect_sequence(name, got, (first, "attention_weights"))
+    ctx.expect_tensor(f"the attention_weights returned by {name}", weights, expected[1], attention=axes,
                       rtol=rtol, atol=atol)
-    ctx.expect_tensor(f"the {first} returned by {name}", got.items[0], expected[0], rtol=rtol, atol=atol)
+    ctx.expect_tensor(f"the {first} returned by {name}", output, expected[0], rtol=rtol, atol=atol)
 
 
 def agrees(got: object, expected: tuple[np.ndarray, np.ndarray], *, rtol: float, atol: float) -> bool:
@@ -100,7 +106,7 @@ def run_additive(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int, 
         zero_d = n == 1 and any(text in exc.exc_message for text in ("0D", "[-1, 0]", "dimensions (0)"))
         ctx.expect(not zero_d, exc.message, hint=f"your code raised {exc.exc_type}", misconception="q1.squeeze")
         raise
-    expect_pair(ctx, "AdditiveAttention", got, ref.additive_attention(query, key, value, params),
+    expect_outputs(ctx, "AdditiveAttention", got, ref.additive_attention(query, key, value, params),
                 first="weighted_sum")
 
 
@@ -161,7 +167,7 @@ def run_multi_head(ctx: CheckContext, *, n: int, input_dim: int, hidden_dim: int
     got = model(Arg.tensor(query), Arg.tensor(key), Arg.tensor(value))
     heads = [unprefixed(params, f"heads.{i}.") for i in range(num_heads)]
     expected = ref.multi_head_attention(query, key, value, heads, unprefixed(params, "out_layer.", keep_prefix=True))
-    expect_pair(ctx, "MultiHeadAdditiveAttention", got, expected, first="output", axes=HEADS_AXES)
+    expect_outputs(ctx, "MultiHeadAdditiveAttention", got, expected, first="output", axes=HEADS_AXES)
 
 
 def multi_head_parameters(rng: np.random.Generator, input_dim: int, hidden_dim: int,
@@ -218,13 +224,13 @@ def softmax_per_chunk(query: np.ndarray, key: np.ndarray, value: np.ndarray, par
     return weights @ value.astype(np.float64), weights
 
 
-def expect_chunked(ctx: CheckContext, got: object, expected: tuple[np.ndarray, np.ndarray],
+def expect_chunked(ctx: CheckContext, got: Returned, expected: tuple[np.ndarray, np.ndarray],
                    chunks: tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray], int], *,
                    rtol: float = 1e-4, atol: float = 1e-5) -> None:
-    """expect_pair for chunked_additive_attention; a failure that is a softmax per chunk (query, key, value,
+    """expect_outputs for chunked_additive_attention; a failure that is a softmax per chunk (query, key, value,
     params and chunk_size in ``chunks``) is named as that mistake."""
     try:
-        expect_pair(ctx, "chunked_additive_attention", got, expected, first="weighted_sum", rtol=rtol, atol=atol)
+        expect_outputs(ctx, "chunked_additive_attention", got, expected, first="weighted_sum", rtol=rtol, atol=atol)
     except WrongAnswer as wrong:
         ctx.expect(not agrees(got, softmax_per_chunk(*chunks), rtol=rtol, atol=atol), wrong.message,
                    hint=wrong.hint, misconception="q3.softmax_per_chunk")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check.variants import substitutable
+from grader.check import substitutable
 
 BLOCK = 65536
 

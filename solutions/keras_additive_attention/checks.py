@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check import Arg, Assignment, CheckContext, Question, StudentObject
-from grader.execute.values import Returned
-from grader.results import HIDDEN
+from grader.check import HIDDEN, Arg, Assignment, CheckContext, Question, StudentObject
 
 from . import reference_numpy as ref
 
@@ -67,13 +65,6 @@ def query_mask_for(ctx: CheckContext, batch: int, tq: int) -> np.ndarray:
     return mask
 
 
-def pair(ctx: CheckContext, got: Returned) -> tuple[Returned, Returned]:
-    ctx.expect(got.kind == "sequence" and got.length == 2,
-               f"with return_attention_scores=True, {NAME} should return (output, attention_scores), but it "
-               f"returned {got.describe()}", hint=f"{NAME} does not return a pair with return_attention_scores=True")
-    return got.items[0], got.items[1]
-
-
 def compare(ctx: CheckContext, model: StudentObject, query: np.ndarray, value: np.ndarray, *,
             key: np.ndarray | None = None, scale: np.ndarray | None = None, query_mask: np.ndarray | None = None,
             value_mask: np.ndarray | None = None, causal: bool = False, what: str = "") -> None:
@@ -86,7 +77,8 @@ def compare(ctx: CheckContext, model: StudentObject, query: np.ndarray, value: n
     if value_mask is not None:
         kwargs["value_mask"] = Arg.tensor(value_mask, "bool")
     got = model(Arg.tensor(query), Arg.tensor(value), **kwargs, return_attention_scores=Arg(True))
-    output, distribution = pair(ctx, got)
+    output, distribution = ctx.expect_sequence(f"{NAME} with return_attention_scores=True", got,
+                                               ("output", "attention_scores"))
     expected = ref.additive_attention(query, value, key, scale=scale, query_mask=query_mask, value_mask=value_mask,
                                       causal=causal)
     suffix = f" {what}" if what else ""
@@ -225,7 +217,8 @@ def q3_training_drops(ctx: CheckContext) -> None:
     model.train()
     query, value, _ = tensors(ctx, 4, 5, 8, 3)
     got = model(Arg.tensor(query), Arg.tensor(value), return_attention_scores=Arg(True))
-    output, distribution = pair(ctx, got)
+    output, distribution = ctx.expect_sequence(f"{NAME} with return_attention_scores=True", got,
+                                               ("output", "attention_scores"))
     weights = ref.additive_attention(query, value)[1]
     ctx.expect(distribution.is_tensor and distribution.shape == weights.shape and distribution.array is not None,
                f"in training mode the attention scores should be a tensor of shape {weights.shape}, got "

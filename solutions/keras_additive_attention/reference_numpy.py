@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check.variants import substitutable
+from grader.check import substitutable
 
 MASK_PENALTY = 1.0e9
 

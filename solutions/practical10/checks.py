@@ -16,16 +16,24 @@ from collections.abc import Callable
 
 import numpy as np
 
-from grader.check import Arg, Assignment, CheckContext, Question, StudentObject, WrittenQuestion
-from grader.errors import StudentRaised, WrongAnswer
-from grader.execute.student import StudentFunction
-from grader.execute.values import Returned
-from grader.layout import ASSIGNMENTS_DIR
-from grader.results import HIDDEN
+from grader.check import (
+    HIDDEN,
+    Arg,
+    Assignment,
+    CheckContext,
+    Question,
+    Returned,
+    StudentFunction,
+    StudentObject,
+    StudentRaised,
+    WrittenQuestion,
+    WrongAnswer,
+    assignment_file,
+)
 
 from . import reference_numpy as ref
 
-HARNESS = ASSIGNMENTS_DIR / "practical10" / "reversal.py"
+HARNESS = assignment_file("practical10", "reversal.py")
 
 ASSIGNMENT = Assignment(
     name="practical10",
@@ -95,18 +103,10 @@ SOURCE_TARGET = ("Source characters", "Output steps")
 def run_scaled(ctx: CheckContext, q: np.ndarray, X: np.ndarray, *, show: bool, tolerance: dict) -> None:
     got = ctx.student.function("scaled_dot_product_attention")(Arg.array(q), Arg.array(X))
     p, z = ref.scaled_dot_product_attention(q, X)
-    pair = expect_sequence(ctx, "scaled_dot_product_attention", got, ("p", "z"))
+    pair = ctx.expect_sequence("scaled_dot_product_attention", got, ("p", "z"))
     ctx.expect_tensor("the probability vector p", pair[0], p, numpy=True, show=show,
                       attention=("Positions", "Query"), **tolerance)
     ctx.expect_tensor("the output z", pair[1], z, numpy=True, show=show, **tolerance)
-
-
-def expect_sequence(ctx: CheckContext, name: str, got: Returned, names: tuple[str, ...]) -> tuple[Returned, ...]:
-    wanted = f"({', '.join(names)})"
-    ctx.expect(got.kind == "sequence" and got.length == len(names),
-               f"{name} should return {len(names)} values {wanted}, but returned {got.describe()}",
-               hint=f"{name} does not return {wanted}")
-    return got.items
 
 
 @check("q1", points=10, title="the practical's q and X: p and z")
@@ -125,7 +125,7 @@ def run_self_attention(ctx: CheckContext, X: np.ndarray, W_Q: np.ndarray, W_K: n
                        show: bool, tolerance: dict) -> None:
     got = ctx.student.function("self_attention")(Arg.array(X), Arg.array(W_Q), Arg.array(W_K), Arg.array(W_V))
     names = ("Q", "K", "V", "A", "Z")
-    items = expect_sequence(ctx, "self_attention", got, names)
+    items = ctx.expect_sequence("self_attention", got, names)
     expected = ref.self_attention(X, W_Q, W_K, W_V)
     for name, item, value in zip(names, items, expected):
         ctx.expect_tensor(f"the {'attention map ' if name == 'A' else ''}{name} returned by self_attention", item,
@@ -192,7 +192,7 @@ def run_attention(ctx: CheckContext, *, batch: int, steps: int, source: int, hid
     args = [Arg.tensor(query), Arg.tensor(context)] + ([Arg.tensor(mask, "bool")] if mask is not None else [])
     got = model(*args)
     output, weights = ref.dot_prod_attention(query, context, mask, W_c)
-    items = expect_sequence(ctx, "DotProdAttention's forward", got, ("output", "attention weights"))
+    items = ctx.expect_sequence("DotProdAttention's forward", got, ("output", "attention weights"))
     ctx.expect_tensor("the attention tensor a", items[1], weights, attention=("Source positions", "Target steps"))
     ctx.expect_tensor("the output tanh(W_c [c_t; s_t])", items[0], output)
 
@@ -324,7 +324,7 @@ def train_and_score(ctx: CheckContext, harness: StudentFunction, strings: list[s
     except StudentRaised as exc:
         raise WrongAnswer(f"training the reversal model with your DotProdAttention failed: {exc.message}",
                           hint=f"training with your DotProdAttention raised {exc.exc_type}") from None
-    tokens, weights = expect_sequence(ctx, "the harness", got, ("tokens", "attention weights"))
+    tokens, weights = ctx.expect_sequence("the harness", got, ("tokens", "attention weights"))
     ctx.expect(tokens.array is not None and tokens.shape == (len(strings), longest + 1)
                and tokens.array.dtype.kind in "iu",
                f"the trained model's tokens came back as {tokens.describe()}, not ({len(strings)}, {longest + 1}) "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check.variants import substitutable
+from grader.check import substitutable
 
 
 def softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -18,9 +18,9 @@ import numpy as np
 import torch
 
 try:  # inside the grader package (the student kit)
-    from . import values, wire
+    from . import convert, wire
 except ImportError:  # the student's process, which runs this folder's modules by their bare names
-    import values  # type: ignore[no-redef]
+    import convert  # type: ignore[no-redef]
     import wire  # type: ignore[no-redef]
 
 
@@ -47,7 +47,7 @@ class Calls:
         except BaseException:
             message = "<unprintable message>"
         where = [frames[-1].filename, frames[-1].lineno, frames[-1].name, frames[-1].line or ""] if frames else None
-        return {"type": values.type_name(exc), "message": message[:2000],
+        return {"type": convert.type_name(exc), "message": message[:2000],
                 "traceback": "".join(traceback.format_list(frames))[-4000:], "where": where}
 
     def handle(self, header: dict[str, Any], blobs: list[bytes], out: list[bytes], refs: dict[int, Any]) -> dict:
@@ -55,8 +55,8 @@ class Calls:
 
         def args() -> tuple[list[Any], dict[str, Any]]:
             ns = self.namespace
-            positional = [values.decode(a, blobs, refs, self.device, ns) for a in header.get("args", [])]
-            keyword = {k: values.decode(a, blobs, refs, self.device, ns) for k, a in header.get("kwargs", {}).items()}
+            positional = [convert.decode(a, blobs, refs, self.device, ns) for a in header.get("args", [])]
+            keyword = {k: convert.decode(a, blobs, refs, self.device, ns) for k, a in header.get("kwargs", {}).items()}
             return positional, keyword
 
         if op == "seed":
@@ -91,7 +91,7 @@ class Calls:
             if isinstance(obj, torch.nn.Module) and self.device != "cpu":  # a new module's tensors are on the CPU
                 obj.to(self.device)
             refs[len(refs) + 1] = obj
-            return {"ref": len(refs), "type": values.type_name(obj), "passed": sorted(keyword)}
+            return {"ref": len(refs), "type": convert.type_name(obj), "passed": sorted(keyword)}
         obj = refs[header["ref"]]
         if op == "method":
             positional, keyword = args()
@@ -114,17 +114,17 @@ class Calls:
         raise ValueError(f"unknown operation {op!r}")
 
     def encode(self, value: Any, out: list[bytes]) -> dict[str, Any]:
-        return values.encode(value, out, max_elements=self.max_elements)
+        return convert.encode(value, out, max_elements=self.max_elements)
 
     def describe(self, name: str) -> dict[str, Any]:
         if name not in self.namespace:
             return {"exists": False}
         obj = self.namespace[name]
-        info: dict[str, Any] = {"exists": True, "type": values.type_name(obj), "callable": callable(obj),
+        info: dict[str, Any] = {"exists": True, "type": convert.type_name(obj), "callable": callable(obj),
                                 "is_class": isinstance(obj, type)}
         if isinstance(obj, type):
             info["is_module"] = issubclass(obj, torch.nn.Module)
-        try:  # the grader matches the assignment's arguments to it (grader/execute/arguments.py)
+        try:  # the grader matches the assignment's arguments to it (grader/check/signature.py)
             info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty]
                                  for p in inspect.signature(obj).parameters.values()]
         except (TypeError, ValueError):  # no signature Python can read

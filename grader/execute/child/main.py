@@ -42,9 +42,9 @@ torch.set_num_threads(1)
 
 import calls  # noqa: E402
 import capture  # noqa: E402
+import convert  # noqa: E402
 import privileges  # noqa: E402
 import stubs  # noqa: E402
-import values  # noqa: E402
 import wire  # noqa: E402
 
 sys.path.remove(HERE)
@@ -104,7 +104,7 @@ def apply_limits(limits: dict[str, int]) -> list[str]:
     return applied
 
 
-class Runner(calls.Calls):
+class Serving(calls.Calls):
     """Runs the submission's code units in one namespace and keeps what the grader needs to call into it."""
 
     def __init__(self, channel: Channel) -> None:
@@ -276,9 +276,9 @@ def warm_up() -> None:
     with torch.no_grad():
         torch.cat([x, x], dim=-1).max(dim=-1)
     blobs: list[bytes] = []
-    described = values.encode((x, np.ones(3), 1.0, "text", None), blobs)
+    described = convert.encode((x, np.ones(3), 1.0, "text", None), blobs)
     for item, blob in zip(described["items"][:2], blobs):
-        values.decode({"kind": item["kind"], "dtype": "float32", "blob": 0}, [blob], {}, "cpu", {})
+        convert.decode({"kind": item["kind"], "dtype": "float32", "blob": 0}, [blob], {}, "cpu", {})
     inspect.signature(torch.nn.Linear)
 
 
@@ -301,16 +301,16 @@ def serve(read_fd: int, write_fd: int, limits: dict[str, int]) -> None:
     channel = Channel(read_fd, write_fd)
     channel.send({"op": "hello", "pid": os.getpid(), "uid": os.getuid(), "torch": torch.__version__,
                   "numpy": np.__version__, "python": sys.version.split()[0], "rlimits": applied})
-    runner = Runner(channel)
+    serving = Serving(channel)
     while True:
         header, _ = channel.recv()
         op = header.get("op")
         if op == "load":
-            channel.send(runner.load(header))
+            channel.send(serving.load(header))
         elif op == "question" and header.get("last"):
             # Nothing will ask the loaded submission anything after this question: it answers in this process,
             # which exits at the end of the question as a fork would (a fork costs milliseconds of page copying).
-            runner.serve_question(header)
+            serving.serve_question(header)
         elif op == "question":
             parent = os.getpid()
             gc.freeze()  # the loaded submission's objects too: see zygote.py
@@ -323,7 +323,7 @@ def serve(read_fd: int, write_fd: int, limits: dict[str, int]) -> None:
                 if os.getppid() != parent:
                     os._exit(70)
                 try:
-                    runner.serve_question(header)
+                    serving.serve_question(header)
                 finally:
                     os._exit(70)
             _, status = os.waitpid(pid, 0)

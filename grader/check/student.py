@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from grader.check.array_text import array_text
+from grader.check.binding import Binding, Found, Naming, bind
+from grader.check.signature import Parameter, describe_renaming, plan_call
 from grader.errors import StudentRaised, WrongAnswer
-from grader.execute.arguments import Parameter, describe_renaming, plan_call
-from grader.execute.array_text import array_text
-from grader.execute.binding import Binding, Found, Naming, bind
+from grader.execute.arguments import Arg, Returned, decode_value
 from grader.execute.child import wire
 from grader.execute.process import QuestionSession
-from grader.execute.values import Arg, Returned, decode_value
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import grader.check
-from grader.check import CheckContext, Returned, WrongAnswer, assignment_file
+from grader.check import CheckContext, Returned, WrongAnswer, assignment_file, substitutable
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT
 
@@ -95,3 +95,21 @@ def test_expect_sequence_fails_saying_what_was_expected_and_what_came(got: Retur
         ctx.expect_sequence("f", got, names)
     assert (failed.value.message, failed.value.hint) == (message, hint)
     assert ctx.met == 0
+
+
+def test_a_variant_may_call_the_reference_it_replaces() -> None:
+    """A variant written as the reference with one thing changed calls the reference, not itself."""
+    from grader.check.variants import Variant, substituted
+
+    @substitutable
+    def scaled(x: float, scale: float = 2.0) -> float:
+        return x * scale
+
+    def unscaled(x: float) -> float:
+        return scaled(x, scale=1.0)
+
+    variant = Variant("q1.unscaled", "q1", "unscaled", "Your code does not scale.", scaled, unscaled)
+    assert scaled(3.0) == 6.0
+    with substituted(variant):
+        assert scaled(3.0) == 3.0  # the stand-in, which reached the reference inside
+    assert scaled(3.0) == 6.0

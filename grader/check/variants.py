@@ -29,7 +29,17 @@ def substitutable(function: F) -> F:
 
     @functools.wraps(function)
     def dispatch(*args: Any, **kwargs: Any) -> Any:
-        return (_SUBSTITUTES.get() or {}).get(dispatch, function)(*args, **kwargs)
+        substitutes = _SUBSTITUTES.get() or {}
+        stand_in = substitutes.get(dispatch)
+        if stand_in is None:
+            return function(*args, **kwargs)
+        # A variant may be written as the reference with one thing changed (``ref.f(..., scale=1.0)``): inside the
+        # stand-in, the name it replaces is the reference again, not the stand-in calling itself for ever.
+        token = _SUBSTITUTES.set({key: value for key, value in substitutes.items() if key is not dispatch})
+        try:
+            return stand_in(*args, **kwargs)
+        finally:
+            _SUBSTITUTES.reset(token)
 
     return dispatch  # type: ignore[return-value]
 

@@ -28,13 +28,14 @@ from grader.adjust.late import (
 )
 from grader.adjust.manual import ManualSheet
 from grader.adjust.sheet import SheetError, read_sheet, write_sheet
+from grader.record.output import EXTENSIONS_CSV
 from grader.results import CHANGED, MARKED, SubmissionResult
 
 if TYPE_CHECKING:  # grader.check.spec imports this stage's LatePolicy
     from grader.check.spec import Assignment
     from grader.discover import Submission
 
-EXTENSIONS_FILE = "extensions.csv"
+EXTENSIONS_FILE = EXTENSIONS_CSV
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,10 @@ from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
 from grader.record.atomic import write_text_atomic
+from grader.record.output import CANVAS, OutputFolder
 from grader.results import SubmissionResult
 
-CANVAS_DIR = "canvas"
+CANVAS_DIR = CANVAS
 GRADEBOOK = "gradebook-import.csv"
 FEEDBACK = "feedback.zip"
 README = "README.txt"
@@ -218,7 +219,7 @@ def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], resul
     for result in results:
         submission = by_student.get(result.student)
         name = feedback_name(submission) if submission else None
-        report = out_dir / "students" / result.student / "report.html"
+        report = OutputFolder(out_dir).student(result.student).report
         if name is None:
             continue
         if not report.is_file():

@@ -6,7 +6,7 @@
 2. Starts a competing load: one process per core spinning in plain Python, at the grader's own priority, as another
    user's work on a shared machine would be (a niced load would yield to the grader and prove nothing).
 3. Grades each class ``--rounds`` times through each path: threads of this process, job processes
-   (grader.pipeline.job_processes) and a Dask LocalCluster (grader.pipeline.distributed).
+   (grader.pipeline.backends.processes) and a Dask LocalCluster (grader.pipeline.backends.dask).
 4. Compares every student's results.json with the baseline's, less the fields that say when and how long
    (``TIME_KEYS``), and looks for an internal error, timeout or crash, of the submission or of a check, that the
    calm run did not have, nor a submission the run failed on once and graded again (ClassRun.regraded).

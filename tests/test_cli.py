@@ -84,9 +84,10 @@ def test_grading_on_the_gpu_without_a_memory_cgroup_warns_that_nothing_caps_memo
         capsys: pytest.CaptureFixture[str]) -> None:
     # --sandbox off keeps rlimits only; on the GPU the address-space rlimit is off too (CUDA could not start under it).
     from grader.cli.grade import _print_sandbox
+    from grader.execute import isolation
 
-    _print_sandbox("off", "cuda")
+    _print_sandbox(isolation.detect("off"), "cuda")
     assert "with --device cuda and no memory cgroup, a submission's processes have no memory limit" in \
         capsys.readouterr().err
-    _print_sandbox("off", "cpu")
+    _print_sandbox(isolation.detect("off"), "cpu")
     assert "no memory limit" not in capsys.readouterr().err

@@ -12,8 +12,10 @@ import pytest
 
 from grader.errors import ConfigurationError
 from grader.execute import Limits
+from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
-from grader.pipeline.distributed import Grading, Parcel, grade_parcel
+from grader.pipeline.backends.dask import Parcel, grade_parcel
+from grader.pipeline.settings import RunSettings
 
 from .conftest import ROOT, SAMPLES
 
@@ -50,9 +52,10 @@ def test_the_cluster_grades_the_sample_class_as_this_machine_does(cluster: str, 
 def test_a_worker_that_would_grade_differently_refuses(tmp_path: Path) -> None:
     source = (SAMPLES / "einsum_style.py").read_bytes()
     parcel = Parcel("ana", "ana.py", "python", source, "2026-01-01T00:00:00+00:00", ())
-    grading = Grading("attention_scoring", "0" * 64, "cpu", Limits(), "auto")
+    settings = RunSettings(assignment="attention_scoring", solutions_dir=SOLUTIONS_DIR, root=tmp_path, device="cpu",
+                           limits=Limits(), sandbox="auto", fingerprint="0" * 64)
     with pytest.raises(ConfigurationError, match="would grade attention_scoring differently"):
-        grade_parcel(parcel, grading)
+        grade_parcel(parcel, settings)
 
 
 def test_the_cli_grades_through_a_scheduler(cluster: str, tmp_path: Path) -> None:

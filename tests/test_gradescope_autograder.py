@@ -192,3 +192,41 @@ def test_the_grader_failing_still_writes_results(tmp_path: Path, monkeypatch: py
     assert "The grader itself failed on your submission; this is not your fault." in written["output"]
     assert "Traceback" not in written["output"]
     assert {t["extra_data"]["outcome"] for t in written["tests"]} == {"not_run"}
+
+
+@pytest.mark.parametrize("submitter", [
+    {"name": "Ada Lovelace", "sid": "1815", "email": "ada@example.edu"},
+    # No SID, no e-mail: where the export's rule (name) and the autograder's (Gradescope's user id) used to part.
+    {"name": "Ada Lovelace"},
+], ids=["sid", "name-only"])
+def test_a_student_draws_the_same_cases_from_an_export_and_from_the_autograder(
+        tmp_path: Path, autograder_zip: Path, submitter: dict[str, str]) -> None:
+    from grader.pipeline import grade_class
+
+    upload = SAMPLES / "mistake_softmax_axis.py"
+    # The instructor's "Download Submissions" export, graded as a class (grader.discover, the gradescope layout)
+    export = tmp_path / "export"
+    (export / "submission_101").mkdir(parents=True)
+    shutil.copy(upload, export / "submission_101" / "attention.py")
+    lines = ["submission_101:", "  :submitters:"]
+    for number, (key, value) in enumerate(submitter.items()):
+        lines.append(f"  {'- ' if number == 0 else '  '}:{key}: '{value}'")
+    lines.append("  :created_at: 2024-03-01 14:22:32.365935000 -07:00")
+    (export / "submission_metadata.yml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (from_export,) = grade_class(assignment=ASSIGNMENT, submissions_dir=export, out_dir=tmp_path / "out").results
+    exported = json.loads((tmp_path / "out" / "students" / from_export.student / "results.json").read_text())
+    # The same upload in Gradescope's autograder, whose metadata also carries Gradescope's own user id
+    root = fake_autograder(tmp_path, autograder_zip, {"attention.py": upload},
+                           {**METADATA, "users": [{**submitter, "id": 1234}]})
+    done, autograded = run_autograder(root)
+    assert done.returncode == 0, done.stderr
+
+    expected = submitter.get("sid", "Ada_Lovelace")
+    assert from_export.student == autograded["extra_data"]["student"] == expected
+
+    def cases(data: dict[str, Any]) -> dict[str, tuple[int, str, float]]:
+        return {t["extra_data"]["check_id"]: (t["extra_data"]["seed"], t["status"], t["score"]) for t in data["tests"]}
+
+    assert cases(autograded) == cases(exported)
+    assert len({seed for seed, _, _ in cases(exported).values()}) > 1  # seeds drawn per check, not one constant
+    assert {status for _, status, _ in cases(exported).values()} == {"passed", "failed"}

@@ -4,10 +4,8 @@ result."""
 
 from __future__ import annotations
 
-import functools
 import subprocess
 import sys
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -17,8 +15,8 @@ from grader.check.load import load_assignment
 from grader.discover import discover
 from grader.execute import isolation
 from grader.pipeline import ClassRun, grade_class
-from grader.pipeline.class_run import _in_processes, _in_threads
-from grader.pipeline.job_processes import JobProcesses, JobSettings, PagesSettings
+from grader.pipeline.backends import Processes
+from grader.pipeline.settings import PagesSettings, RunSettings
 from grader.pipeline.stage_times import StageClock
 
 from .conftest import SAMPLES
@@ -70,14 +68,13 @@ def test_submissions_left_by_job_processes_that_died_are_graded_by_the_run_itsel
     chosen = [s for s in submissions if s.student in ("textbook", "mistake_softmax_axis")]
     layers = isolation.detect("auto")
     # Job processes that cannot start (their assignment does not exist): the pool breaks before grading anything.
-    broken = JobProcesses(2, JobSettings("no_such_assignment", SAMPLES, SAMPLES, "cpu", spec.limits, layers.mode,
-                                         PagesSettings(tmp_path, deadline_rule(None, spec.late, None))))
-    with ExitStack() as stack:
-        stack.callback(broken.close)
-        clock = StageClock()
-        in_threads = functools.partial(_in_threads, stack, spec=spec, root=SAMPLES, workers=2, device="cpu",
-                                       limits=spec.limits, layers=layers, clock=clock)
-        arrived = list(_in_processes(broken, chosen, clock=clock, fallback=in_threads))
+    settings = RunSettings(assignment="no_such_assignment", solutions_dir=SAMPLES, root=SAMPLES, device="cpu",
+                           limits=spec.limits, sandbox=layers.mode, fingerprint="")
+    broken = Processes(2, spec, settings, PagesSettings(tmp_path, deadline_rule(None, spec.late, None)))
+    try:
+        arrived = list(broken.grade(chosen, StageClock()))
+    finally:
+        broken.close()
     assert sorted(s.student for s, _, _ in arrived) == ["mistake_softmax_axis", "textbook"]
     scores = {s.student: (result.status, result.score, pages) for s, result, pages in arrived}
     assert scores["textbook"] == ("graded", spec.max_score, None)  # its pages: written by the run, not a job
@@ -93,7 +90,8 @@ def test_the_grader_side_never_imports_torch() -> None:
         "import sys\n"
         "from grader.check.load import load_assignment\n"
         "from grader.layout import SOLUTIONS_DIR\n"
-        "import grader.pipeline.job_processes, grader.pipeline.class_run, grader.report, grader.cli\n"
+        "import grader.pipeline.backends.processes, grader.pipeline.backends.dask, grader.pipeline.class_run\n"
+        "import grader.report, grader.cli\n"
         "for folder in sorted(SOLUTIONS_DIR.iterdir()):\n"
         "    if (folder / 'checks.py').is_file():\n"
         "        print(load_assignment(folder.name).name)\n"

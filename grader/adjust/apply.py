@@ -20,10 +20,11 @@ from grader.adjust.manual import ManualSheet
 from grader.adjust.sheet import SheetError, read_sheet, write_sheet
 from grader.check.spec import Assignment
 from grader.discover import Submission
+from grader.record.output import EXTENSIONS_CSV
 from grader.results import CHANGED, MARKED, SubmissionResult
 from grader.times import describe_time, offset_of, utc_iso
 
-EXTENSIONS_FILE = "extensions.csv"
+EXTENSIONS_FILE = EXTENSIONS_CSV
 
 
 @dataclass(frozen=True)

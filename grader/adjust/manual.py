@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.adjust.sheet import Sheet, SheetError, SheetRow, read_sheet, write_sheet
+from grader.record.output import MANUAL_CSV
 from grader.results import CHANGED, MARKED, REJECTED, UNMARKED, ManualMark, SubmissionResult
 
 if TYPE_CHECKING:  # grader.check.spec imports this stage's LatePolicy
     from grader.check.spec import WrittenQuestion
 
-FILE_NAME = "manual.csv"
+FILE_NAME = MANUAL_CSV
 COLUMNS = ("student", "question", "points", "max_points", "comment", "status", "answer", "answer_sha256")
 REQUIRED = ("student", "question", "points")
 EXCERPT_CHARS = 300

@@ -10,11 +10,14 @@ from pathlib import Path
 
 from grader.adjust import LateOverride
 from grader.cli.progress import ProgressDisplay
-from grader.discover import LAYOUTS, detect_layout
+from grader.discover import LAYOUTS
+from grader.discover.layouts import Layout
 from grader.execute import isolation
+from grader.execute.isolation import Sandbox
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.pipeline.handback import Handback
+from grader.record.output import OutputFolder
 from grader.similar.pages import DEFAULT_THRESHOLD
 
 
@@ -28,9 +31,8 @@ def _print_selected(to_grade: int, kept: int) -> None:
           "are.", flush=True)
 
 
-def _print_sandbox(mode: str, device: str = "cpu") -> None:
+def _print_sandbox(layers: Sandbox, device: str = "cpu") -> None:
     """Once per run, before grading: which isolation layers protect this machine, and which do not."""
-    layers = isolation.detect(mode)
     print(f"{layers.describe()} (grader pid {os.getpid()})", flush=True)
     if layers.missing:
         print("warning: student code runs with less isolation than on a Linux machine with bubblewrap and cgroups; "
@@ -64,8 +66,10 @@ def _handback(args: argparse.Namespace) -> Handback:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    _print_sandbox(args.sandbox, args.device)
-    print(detect_layout(Path(args.submissions), args.layout).describe(Path(args.submissions)), flush=True)
+    def started(layers: Sandbox, layout: Layout) -> None:  # grade_class detected them, once for the run
+        _print_sandbox(layers, args.device)
+        print(layout.describe(Path(args.submissions)), flush=True)
+
     explain = _print_selected if args.student else _print_plan
     with ProgressDisplay() as display:
         def planned(to_grade: int, kept: int) -> None:
@@ -76,7 +80,8 @@ def _grade(args: argparse.Namespace) -> int:
                           out_dir=Path(args.out), jobs=args.jobs, solutions_dir=Path(args.solutions),
                           device=args.device, force=args.force, limit_overrides=args.limit, sandbox=args.sandbox,
                           layout=args.layout, progress=display.advance, planned=planned, late=_late_override(args),
-                          students=args.student, scheduler=args.scheduler, handback=_handback(args))
+                          students=args.student, scheduler=args.scheduler, handback=_handback(args),
+                          started=started)
     graded = sum(1 for r in run.summaries if r.status == "graded")
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.summaries)}" \
         if run.unchanged else ""
@@ -103,10 +108,10 @@ def _grade(args: argparse.Namespace) -> int:
               f"{run.job_peak_mib} MiB each")
     else:
         print(f"Peak memory of the grader: {peak:.0f} MiB")
-    for folder in ("moodle", "canvas"):
-        if (Path(args.out) / folder).is_dir():
-            print(f"For {folder.capitalize()}: {(Path(args.out) / folder).resolve()} (docs/grading.md says which "
-                  "uploads to do)")
+    out = OutputFolder(Path(args.out))
+    for platform, folder in (("Moodle", out.moodle), ("Canvas", out.canvas)):
+        if folder.is_dir():
+            print(f"For {platform}: {folder.resolve()} (docs/grading.md says which uploads to do)")
     print(f"Dashboard: {run.dashboard.resolve()}")
     if run.internal_errors:
         print(f"error: the grader failed on {run.internal_errors} check(s); see the reports", file=sys.stderr)

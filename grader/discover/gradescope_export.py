@@ -11,13 +11,13 @@ plain names, and any Ruby type tag is read as the plain mapping, list or string 
         :email: ada@example.edu
       :created_at: 2024-03-01 12:00:00.123456000 -08:00
 
-A student's id is their SID, else their e-mail, else their name, so the LMS export matches the course roster. Every
-member of a group submission gets the group's result. A folder the YAML does not list is graded under its own name.
+A student's id is their SID, else their e-mail, else their name (``gradescope.submitter_id``, the autograder's rule
+too), so the LMS export matches the course roster. Every member of a group submission gets the group's result. A
+folder the YAML does not list is graded under its own name.
 """
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,12 +33,11 @@ from grader.discover.finder import (
     link_problem,
     modified_at,
 )
+from grader.discover.gradescope import submitter_id
 from grader.errors import ConfigurationError
 from grader.times import parse_submission_time
 
 METADATA = "submission_metadata.yml"
-# Characters a student id may not carry into a folder name (OUT/students/<id>/): anything but letters, digits, @ . + -
-_UNSAFE = re.compile(r"[^\w@.+-]")
 
 
 class _ExportLoader(yaml.SafeLoader):
@@ -65,7 +64,7 @@ def _plain_keys(data: Any) -> Any:
     return data
 
 
-def read_metadata(path: Path) -> dict[str, dict[str, Any]]:
+def read_export_metadata(path: Path) -> dict[str, dict[str, Any]]:
     """``submission_metadata.yml`` as {folder name: {"submitters": [...], "created_at": ..., ...}}."""
     try:
         data = _plain_keys(yaml.load(path.read_text(encoding="utf-8"), Loader=_ExportLoader))
@@ -82,19 +81,8 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 
 
-def safe_student_id(raw: str) -> str:
-    """``raw`` as a student id that is also a safe folder name (OUT/students/<id>/): other characters become _."""
-    return _UNSAFE.sub("_", raw.strip()).lstrip(".")
-
-
-def student_id(submitter: dict[str, Any]) -> str:
-    """The id a submitter is graded under: their SID, else e-mail, else name."""
-    return safe_student_id(next((_text(submitter.get(k)) for k in ("sid", "email", "name")
-                                 if _text(submitter.get(k))), ""))
-
-
 def _who(submitter: dict[str, Any]) -> str:
-    name, ident = _text(submitter.get("name")), student_id(submitter)
+    name, ident = _text(submitter.get("name")), submitter_id(submitter)
     return f"{name} ({ident})" if name and name != ident else ident
 
 
@@ -125,7 +113,7 @@ def _submission(student: str, folder: Path, *, directory: Path, when: datetime |
 def discover_gradescope_export(export: Path, *, directory: Path) -> tuple[list[Submission], list[Skipped]]:
     """Every submitter's submission in ``export`` (the folder holding submission_metadata.yml, ``directory`` or
     inside it: paths in results are relative to ``directory``)."""
-    metadata = read_metadata(export / METADATA)
+    metadata = read_export_metadata(export / METADATA)
     chosen: dict[str, tuple[Submission, datetime | None, Path]] = {}  # student -> (submission, created, folder)
     skipped: list[Skipped] = []
 
@@ -147,7 +135,7 @@ def discover_gradescope_export(export: Path, *, directory: Path) -> tuple[list[S
             skipped.append(Skipped(folder, f"listed in {METADATA}, but the export holds no folder {folder_name}"))
             continue
         when, notes = _submission_time(entry)
-        submitters = [s for s in entry.get("submitters") or [] if isinstance(s, dict) and student_id(s)]
+        submitters = [s for s in entry.get("submitters") or [] if isinstance(s, dict) and submitter_id(s)]
         if not submitters:
             notes = (*notes, f"{METADATA} names no submitter for {folder_name}: graded under the folder's name")
             add(_submission(folder_name, folder, directory=directory, when=when, notes=notes), when, folder)
@@ -155,7 +143,7 @@ def discover_gradescope_export(export: Path, *, directory: Path) -> tuple[list[S
         for submitter in submitters:
             others = [_who(s) for s in submitters if s is not submitter]
             group = (f"group submission {folder_name}, with {', '.join(others)}",) if others else ()
-            add(_submission(student_id(submitter), folder, directory=directory, when=when,
+            add(_submission(submitter_id(submitter), folder, directory=directory, when=when,
                             notes=(*notes, *group)), when, folder)
     for folder in sorted(export.iterdir()):
         if folder.name in metadata or not folder.is_dir() or folder.name.startswith(".") \

@@ -2,7 +2,7 @@
 
 Not a stage of the pipeline (discover, execute, check, record, report): it packages the whole pipeline, with one
 assignment's solutions, to run where the submissions are collected. What the zip runs there is
-``grader.pipeline.gradescope_run``.
+``grader gradescope-run`` (grader/pipeline/gradescope_run.py).
 """
 
 from grader.export.autograder_zip import AutograderZip, build_autograder_zip

@@ -32,9 +32,10 @@ from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer, write_text_atomic
 from grader.points import decimal
+from grader.record.output import CANVAS, OutputFolder
 from grader.results import SubmissionResult
 
-CANVAS_DIR = "canvas"
+CANVAS_DIR = CANVAS
 GRADEBOOK = "gradebook-import.csv"
 FEEDBACK = "feedback.zip"
 README = "README.txt"
@@ -213,7 +214,7 @@ def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], resul
     for result in results:
         submission = by_student.get(result.student)
         name = feedback_name(submission) if submission else None
-        report = out_dir / "students" / result.student / "report.html"
+        report = OutputFolder(out_dir).student(result.student).report
         if name is None:
             continue
         if not report.is_file():

@@ -29,6 +29,7 @@ from grader.discover.moodle import FOLDER, PARTICIPANT
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer, write_text_atomic
 from grader.points import decimal
+from grader.record.output import OutputFolder
 from grader.results import GRADED, SubmissionResult
 
 # The worksheet's headers as Moodle (English) writes them (mod/assign/gradingtable.php, lang/en/assign.php).
@@ -153,13 +154,13 @@ def write_moodle_exports(out_dir: Path, submissions: Sequence[Submission], resul
     their results; ``worksheet``: the grading worksheet downloaded from Moodle, whose rows are filled in. Returns
     the files written."""
     graded = _graded(submissions, results)
-    folder = out_dir / "moodle"
+    folder = OutputFolder(out_dir).moodle
     sheet = folder / "grading-worksheet.csv"
     text = _filled_worksheet(worksheet, graded) if worksheet is not None else _minimal_worksheet(graded)
     write_text_atomic(sheet, text)
     members = []
     for _ident, (submission, result) in sorted(graded.items(), key=lambda item: int(item[0])):
-        report = out_dir / "students" / result.student / REPORT
+        report = OutputFolder(out_dir).student(result.student).report
         where = dict(submission.origin).get(FOLDER)
         if where and report.is_file():
             # Back where the download had the participant's file: in their folder, or after their prefix (a flat

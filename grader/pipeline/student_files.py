@@ -9,18 +9,17 @@ from pathlib import Path
 from grader.discover import Submission
 from grader.pipeline.stage_times import StageClock
 from grader.record import gradescope_results, write_text_atomic
+from grader.record.output import OutputFolder
 from grader.report import render_instructor_report, render_student_report
 from grader.results import SubmissionResult
-
-STUDENT_FILES = ("results.json", "report.html", "instructor.html")
 
 
 def write_student_files(out_dir: Path, result: SubmissionResult, title: str, submission: Submission | None,
                         clock: StageClock | None = None) -> tuple[float, float]:
     """Write a student's files; return how long rendering their page and their instructor page took."""
-    folder = out_dir / "students" / result.student
+    folder = OutputFolder(out_dir).student(result.student)
     recording = time.perf_counter()
-    write_text_atomic(folder / "results.json", json.dumps(gradescope_results(result), indent=2) + "\n")
+    write_text_atomic(folder.results_json, json.dumps(gradescope_results(result), indent=2) + "\n")
     started = time.perf_counter()
     if clock is not None:
         clock.add("record", started - recording)
@@ -28,8 +27,8 @@ def write_student_files(out_dir: Path, result: SubmissionResult, title: str, sub
     rendered = time.perf_counter()
     instructor_page = render_instructor_report(result, title=title, submission=submission)
     done = time.perf_counter()
-    write_text_atomic(folder / "instructor.html", instructor_page)
-    write_text_atomic(folder / "report.html", page)
+    write_text_atomic(folder.instructor, instructor_page)
+    write_text_atomic(folder.report, page)
     if clock is not None:
         clock.add("report", time.perf_counter() - started)
     return rendered - started, done - rendered

@@ -18,9 +18,11 @@ from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit
 from grader.execute.workers import Worker
+from grader.pipeline.settings import RunSettings
 from grader.pipeline.stage_times import StageClock
 from grader.results import (
     GRADED,
+    INTERNAL,
     INVALID,
     SUBMISSION_CRASHED,
     SUBMISSION_TIMEOUT,
@@ -54,6 +56,22 @@ def unrun_questions(assignment: Assignment, student: str, reason: str) -> tuple[
         for q in assignment.questions)
 
 
+GRADER_FAILED = "the grader itself failed on this submission (not the student's fault)"
+
+
+def grader_failed_result(submission: Submission, assignment: Assignment, root: Path, *, detail: str,
+                         duration_s: float = 0.0) -> SubmissionResult:
+    """The result of a submission the grader itself failed on (in a class run or Gradescope's autograder): no
+    points lost to a student's fault, every check not run, and the end of ``detail`` (the grader's traceback) kept
+    as a note for the instructor."""
+    return SubmissionResult(
+        student=submission.student, assignment=assignment.name, source=str(submission.path.relative_to(root)),
+        kind=submission.kind, sha256="", status=INTERNAL, reason=GRADER_FAILED,
+        questions=unrun_questions(assignment, submission.student, f"not run: {GRADER_FAILED}"), units=(),
+        answers=(), notes=(detail[-2000:],), submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
+        graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=duration_s)
+
+
 def keep_output_budget(units: tuple[UnitResult, ...], questions: tuple[QuestionResult, ...],
                        budget: int) -> tuple[tuple[UnitResult, ...], tuple[QuestionResult, ...]]:
     """Keep at most ``budget`` characters of captured output per submission, first come first kept."""
@@ -70,6 +88,15 @@ def keep_output_budget(units: tuple[UnitResult, ...], questions: tuple[QuestionR
     units = tuple(dataclasses.replace(u, stdout=keep(u.stdout), stderr=keep(u.stderr)) for u in units)
     questions = tuple(dataclasses.replace(q, stdout=keep(q.stdout), stderr=keep(q.stderr)) for q in questions)
     return units, questions
+
+
+def grade_for_run(submission: Submission, assignment: Assignment, settings: RunSettings, *,
+                  worker: Worker | None = None, clock: StageClock | None = None) -> SubmissionResult:
+    """Grade one submission of a class run under its settings (on this machine, a job process or a Dask worker)."""
+    return grade_submission(submission=submission, assignment=assignment, root=settings.root,
+                            device=settings.device, limits=settings.limits,
+                            sandbox=None if worker is not None else isolation.detect(settings.sandbox),
+                            worker=worker, clock=clock)
 
 
 def grade_submission(*, submission: Submission, assignment: Assignment, root: Path, limits: Limits | None = None,

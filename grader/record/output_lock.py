@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from grader.errors import ConfigurationError
-
-LOCK_NAME = ".grader.lock"
+from grader.record.output import OutputFolder
 
 
 @contextmanager
 def output_lock(out_dir: Path) -> Iterator[None]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / LOCK_NAME
+    path = OutputFolder(out_dir).lock
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

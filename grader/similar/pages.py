@@ -15,10 +15,11 @@ from grader.discover import Submission
 from grader.discover.program import read_submission
 from grader.errors import InvalidSubmission
 from grader.files import write_text_atomic
+from grader.record.output import SIMILAR
 from grader.similar.boilerplate import boilerplate_for
 from grader.similar.compare import Pair, similar_pairs
 
-FOLDER = "similar"  # under the output folder, beside index.html
+FOLDER = SIMILAR  # under the output folder, beside index.html
 DEFAULT_THRESHOLD = 0.5
 _PLAIN = re.compile(r"[A-Za-z0-9._@+-]+")
 

@@ -37,4 +37,4 @@ TORCH="$(grep -E '^torch==' "$SOURCE/requirements.txt")"
 
 # Fail the image build here, where Gradescope shows why, rather than on the first student's submission.
 cd "$SOURCE"
-"$VENV/bin/python" -c 'import torch, grader.pipeline.gradescope_run as run; print("setup.sh: grader ready, torch", torch.__version__)'
+"$VENV/bin/python" -c 'import torch, grader.cli; print("setup.sh: grader ready, torch", torch.__version__)'

@@ -4,7 +4,8 @@ Each Dask worker grades whole submissions exactly as a local run does: the same 
 thread, started on first use), the same sandbox, the same checks. What travels is plain data: the submission's bytes
 and where it came from one way, the result as JSON the other (result_json), so a worker needs no shared file system,
 only this grader and the same solutions installed. A worker whose solutions, grader, torch, NumPy, device or limits
-differ from the client's would grade differently: it refuses, and the submission is reported as a grader error.
+differ from the client's would grade differently (the run's fingerprint, in its RunSettings, says so): it refuses,
+and the submission is reported as a grader error.
 
 Start a scheduler on one machine and workers on every machine (each with this checkout and `make install`)::
 
@@ -15,6 +16,7 @@ Start a scheduler on one machine and workers on every machine (each with this ch
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import functools
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -30,11 +32,13 @@ from grader.execute import isolation
 from grader.execute.limits import Limits
 from grader.execute.workers import WorkerPool
 from grader.layout import SOLUTIONS_DIR
+from grader.pipeline.backends.arrival import Arrival
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import source_of
-from grader.pipeline.submission_run import grade_submission
+from grader.pipeline.settings import RunSettings
+from grader.pipeline.stage_times import StageClock
+from grader.pipeline.submission_run import grade_for_run
 from grader.record.result_json import result_from_json, result_to_json
-from grader.results import SubmissionResult
 
 
 @dataclass(frozen=True)
@@ -47,17 +51,6 @@ class Parcel:
     content: bytes
     submitted_at: str
     notes: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Grading:
-    """What decides a result besides the submission; the worker checks that it would grade the same way."""
-
-    assignment: str
-    fingerprint: str
-    device: str
-    limits: Limits
-    sandbox: str
 
 
 def pack(submission: Submission, root: Path) -> Parcel | None:
@@ -99,16 +92,17 @@ def _threads() -> int:
         return 1
 
 
-def grade_parcel(parcel: Parcel, grading: Grading) -> str:
-    """Grade one submission on this machine; the result as JSON. Runs on a Dask worker."""
-    spec = _assignment(grading.assignment)
-    mine = grading_fingerprint(spec, device=grading.device, limits=grading.limits)
-    if mine != grading.fingerprint:
+def grade_parcel(parcel: Parcel, settings: RunSettings) -> str:
+    """Grade one submission on this machine (its own solutions folder, its own sandbox's layers); the result as
+    JSON. Runs on a Dask worker."""
+    spec = _assignment(settings.assignment)
+    mine = grading_fingerprint(spec, device=settings.device, limits=settings.limits)
+    if mine != settings.fingerprint:
         raise ConfigurationError(
-            f"this Dask worker would grade {grading.assignment} differently from the machine that sent it (its "
+            f"this Dask worker would grade {settings.assignment} differently from the machine that sent it (its "
             "solutions, grader version, torch, NumPy, device or limits differ): install the same checkout on "
             "every worker")
-    pool = _warm_pool(grading.sandbox, grading.device, grading.limits, _threads())
+    pool = _warm_pool(settings.sandbox, settings.device, settings.limits, _threads())
     with tempfile.TemporaryDirectory(prefix="grader-parcel-") as folder:
         root = Path(folder)
         path = root / parcel.source
@@ -117,16 +111,19 @@ def grade_parcel(parcel: Parcel, grading: Grading) -> str:
         submission = Submission(parcel.student, path, parcel.kind, datetime.fromisoformat(parcel.submitted_at),
                                 parcel.notes)
         with pool.acquire() as worker:
-            result = grade_submission(submission=submission, assignment=spec, root=root, device=grading.device,
-                                      limits=grading.limits, sandbox=worker.sandbox, worker=worker)
+            result = grade_for_run(submission, spec, dataclasses.replace(settings, root=root), worker=worker)
     return result_to_json(result)
 
 
 # ----- on the client ----------------------------------------------------------------------------------------------
-class DaskGrading:
-    """Sends submissions to the cluster at ``address`` and hands back each result as it arrives."""
+class Dask:
+    """The back-end: sends submissions to the cluster at ``address`` and hands back each result as it arrives; the
+    client writes the pages."""
 
-    def __init__(self, address: str) -> None:
+    processes = 0  # grading processes of this machine besides the run's own
+    peak_mib = 0
+
+    def __init__(self, address: str, spec: Assignment, settings: RunSettings) -> None:
         try:
             from distributed import Client
         except ImportError as exc:  # pragma: no cover - distributed is pinned in requirements.txt
@@ -135,30 +132,30 @@ class DaskGrading:
             self.client = Client(address, timeout="20s")
         except OSError as exc:
             raise ConfigurationError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+        self.spec = spec
+        self.settings = settings
 
-    def grade(self, submissions: Sequence[Submission], *, root: Path, grading: Grading,
-              ) -> Iterator[tuple[Submission, SubmissionResult | BaseException]]:
-        """(submission, its result or the exception grading it raised), in the order they finish."""
+    def grade(self, to_grade: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]:
+        """The stages' times are the workers' own, not added to ``clock``."""
         from distributed import as_completed
 
         owners, refused = {}, []
-        for submission in submissions:
-            parcel = pack(submission, root)
+        for submission in to_grade:
+            parcel = pack(submission, self.settings.root)
             if parcel is None:
                 refused.append(submission)
                 continue
-            future = self.client.submit(grade_parcel, parcel, grading, pure=False,
-                                        key=f"grade-{grading.assignment}-{submission.student}-{id(submission)}")
+            future = self.client.submit(grade_parcel, parcel, self.settings, pure=False,
+                                        key=f"grade-{self.settings.assignment}-{submission.student}-{id(submission)}")
             owners[future.key] = (submission, future)
         for submission in refused:  # refused unread: graded here, without running anything
-            yield submission, grade_submission(submission=submission, assignment=_assignment(grading.assignment),
-                                               root=root, device=grading.device, limits=grading.limits)
+            yield submission, grade_for_run(submission, self.spec, self.settings), None
         for future in as_completed([future for _, future in owners.values()]):
             submission = owners[future.key][0]
             try:
-                yield submission, result_from_json(future.result())
+                yield submission, result_from_json(future.result()), None
             except Exception as exc:  # the worker's own failure: this submission's result says so
-                yield submission, exc
+                yield submission, exc, None
             finally:
                 future.release()
 

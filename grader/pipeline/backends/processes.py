@@ -12,8 +12,8 @@ Jobs are forked from a server process that imported the grader once (multiproces
 the run's own process, which holds threads. The grader's side never imports torch (the checks compare with NumPy
 references; only the student's processes, forked from their zygotes, hold torch): preloading it here cost each run
 two seconds of one core before the first result. What comes back is the result as JSON (result_json), as from
-a Dask worker (distributed.py), and each stage's seconds. A job process that dies (killed, out of memory) takes no
-result with it: what it left is graded by the run's own process (class_run.py).
+a Dask worker (dask.py), and each stage's seconds. A job process that dies (killed, out of memory) takes no
+result with it: what it left is graded by threads of the run's own process (``Processes``, threads.py).
 """
 
 from __future__ import annotations
@@ -25,69 +25,44 @@ import sys
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from grader.adjust import Adjustments, DeadlineRule
+from grader.adjust import Adjustments
 from grader.check.load import load_assignment
+from grader.check.spec import Assignment
 from grader.discover import Submission
 from grader.execute import isolation
-from grader.execute.limits import Limits
 from grader.execute.workers import WorkerPool
+from grader.pipeline.backends.arrival import Arrival
+from grader.pipeline.backends.threads import Threads
+from grader.pipeline.settings import PagesSettings, RunSettings
 from grader.pipeline.stage_times import StageClock
 from grader.pipeline.student_files import write_student_files
-from grader.pipeline.submission_run import grade_submission
+from grader.pipeline.submission_run import grade_for_run
 from grader.record.result_json import result_from_json, result_to_json
-from grader.results import SubmissionResult
 
 PROCESSES_FROM = 40  # submissions to grade, at least, for jobs to be processes rather than threads
-
-
-@dataclass(frozen=True)
-class PagesSettings:
-    """Where the students' files go, and the deadline rule the run applies (with OUT's manual marks, extensions)."""
-
-    out_dir: Path
-    rule: DeadlineRule
-
-
-@dataclass(frozen=True)
-class JobSettings:
-    """What a job process needs to grade as the run would: every result depends on these alone."""
-
-    assignment: str
-    solutions_dir: Path
-    root: Path  # the submissions folder, which results name files relative to
-    device: str
-    limits: Limits
-    sandbox: str  # the isolation mode (auto, require, off)
-    pages: PagesSettings
-
 
 _job: dict[str, Any] = {}  # in a job process: its settings, assignment and warm worker
 
 
-def _start_job(settings: JobSettings) -> None:
+def _start_job(settings: RunSettings, pages: PagesSettings) -> None:
     pool = WorkerPool(size=1, sandbox=isolation.detect(settings.sandbox), device=settings.device,
                       limits=settings.limits)
     # A job process ends through multiprocessing, which runs its finalizers, not atexit's handlers.
     multiprocessing.util.Finalize(pool, pool.close, exitpriority=10)
     spec = load_assignment(settings.assignment, solutions_dir=settings.solutions_dir)
     # The files the run read its own from at its start, under the output folder's lock: the same marks here.
-    _job.update(settings=settings, pool=pool, spec=spec,
-                adjust=Adjustments(settings.pages.out_dir, spec, settings.pages.rule))
+    _job.update(settings=settings, pages=pages, pool=pool, spec=spec,
+                adjust=Adjustments(pages.out_dir, spec, pages.rule))
 
 
 def _grade(submission: Submission) -> tuple[str, dict[str, float], tuple[float, float], int]:
-    settings: JobSettings = _job["settings"]
     clock = StageClock()
     with _job["pool"].acquire() as worker:
-        result = grade_submission(submission=submission, assignment=_job["spec"], root=settings.root,
-                                  device=settings.device, limits=settings.limits, sandbox=worker.sandbox,
-                                  worker=worker, clock=clock)
+        result = grade_for_run(submission, _job["spec"], _job["settings"], worker=worker, clock=clock)
     result = _job["adjust"].apply(result, submission)
-    rendered = write_student_files(settings.pages.out_dir, result, _job["spec"].title, submission, clock)
+    rendered = write_student_files(_job["pages"].out_dir, result, _job["spec"].title, submission, clock)
     return result_to_json(result), clock.seconds(), rendered, _peak_mib()
 
 
@@ -107,15 +82,14 @@ def _context() -> multiprocessing.context.BaseContext:
 class JobProcesses:
     """``jobs`` grading processes, started on first use, each with one warm worker."""
 
-    def __init__(self, jobs: int, settings: JobSettings) -> None:
+    def __init__(self, jobs: int, settings: RunSettings, pages: PagesSettings) -> None:
         self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_job,
-                                            initargs=(settings,))
+                                            initargs=(settings, pages))
         self.size = jobs
         self.failure = ""  # why the job processes stopped, when they did
         self.peak_mib = 0  # the largest peak memory a job process reported
 
-    def grade(self, submissions: Sequence[Submission], clock: StageClock,
-              ) -> Iterator[tuple[Submission, SubmissionResult | BaseException, tuple[float, float] | None]]:
+    def grade(self, submissions: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]:
         """(submission, its result or what failed, how long its two pages took to render or None), in the order
         they finish; each stage's time added to ``clock``. A submission whose job process died comes back with
         BrokenProcessPool: it was not graded."""
@@ -139,3 +113,36 @@ class JobProcesses:
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+class Processes:
+    """The back-end: ``JobProcesses``, and threads of this process (``workers`` of them) for what a job process that
+    died, or never started, left."""
+
+    def __init__(self, workers: int, spec: Assignment, settings: RunSettings, pages: PagesSettings) -> None:
+        self.jobs = JobProcesses(workers, settings, pages)
+        self.fallback = Threads(workers, spec, settings)
+
+    @property
+    def processes(self) -> int:
+        return self.jobs.size
+
+    @property
+    def peak_mib(self) -> int:
+        return self.jobs.peak_mib
+
+    def grade(self, to_grade: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]:
+        lost: list[Submission] = []
+        for submission, outcome, rendered in self.jobs.grade(to_grade, clock):
+            if isinstance(outcome, BrokenProcessPool):
+                lost.append(submission)
+            else:
+                yield submission, outcome, rendered
+        if lost:
+            print(f"warning: the grading processes stopped ({self.jobs.failure or 'no reason given'}); grading "
+                  f"the {len(lost)} submission(s) left in this process", file=sys.stderr, flush=True)
+            yield from self.fallback.grade(lost, clock)
+
+    def close(self) -> None:
+        self.fallback.close()
+        self.jobs.close()

@@ -1,0 +1,28 @@
+"""grade_class detects the run's isolation layers and the submissions' layout once, and says so before grading."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from grader.discover.layouts import Layout
+from grader.execute import isolation
+from grader.execute.isolation import Sandbox
+from grader.pipeline import grade_class
+
+from .conftest import SAMPLES
+
+
+def test_the_run_tells_its_sandbox_and_layout_once_before_grading(tmp_path: Path) -> None:
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    shutil.copy(SAMPLES / "broken_syntax.py", submissions / "ana.py")  # refused unrun: nothing to execute
+    told: list[tuple[str, object]] = []
+
+    def started(layers: Sandbox, layout: Layout) -> None:
+        told.append(("started", (layers, layout.name, layout.folder)))
+
+    run = grade_class(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out",
+                      sandbox="off", started=started, planned=lambda to_grade, kept: told.append(("planned", to_grade)))
+    assert told == [("started", (isolation.detect("off"), "flat", submissions)), ("planned", 1)]
+    assert [r.student for r in run.results] == ["ana"]

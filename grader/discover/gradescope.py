@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.discover.finder import Submission, candidates, choose_submission, modified_at
-from grader.discover.times import parse_submission_time
+from grader.times import parse_submission_time
 
 SUBMISSION_METADATA = "submission_metadata.json"  # in the autograder's root, beside submission/
 # Characters a student id may not carry into a folder name (OUT/students/<id>/): anything but letters, digits, @ . + -

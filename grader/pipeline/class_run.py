@@ -27,6 +27,7 @@ from grader.discover import Skipped, Submission, detect_layout, discover
 from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
+from grader.files import remove_partial_writes, write_text_atomic
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.backends import choose_backend, fresh_process
 from grader.pipeline.fingerprint import grading_fingerprint
@@ -35,8 +36,7 @@ from grader.pipeline.recorder import Progress, Recorder, grader_failed
 from grader.pipeline.resume import ResumePlan, check_students, plan_resume
 from grader.pipeline.settings import PagesSettings, RunSettings
 from grader.pipeline.stage_times import RenderTimes, StageClock, StageTimes
-from grader.record import Gradebook, write_grades_csv, write_lms_csv, write_text_atomic
-from grader.record.atomic import remove_partial_writes
+from grader.record import Gradebook, write_grades_csv, write_lms_csv
 from grader.record.output import OutputFolder
 from grader.record.output_lock import output_lock
 from grader.report import render_dashboard

@@ -7,8 +7,9 @@ import time
 from pathlib import Path
 
 from grader.discover import Submission
+from grader.files import write_text_atomic
 from grader.pipeline.stage_times import StageClock
-from grader.record import gradescope_results, write_text_atomic
+from grader.record import gradescope_results
 from grader.record.output import OutputFolder
 from grader.report import render_instructor_report, render_student_report
 from grader.results import SubmissionResult

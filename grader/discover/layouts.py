@@ -149,11 +149,12 @@ def detect_layout(directory: Path, layout: str = "auto") -> Layout:
     raise AssertionError("not reached: flat, the last kind, takes any folder")
 
 
-def discover(directory: Path, *, layout: str = "auto",
+def discover(directory: Path, *, layout: str | Layout = "auto",
              assignment: str | None = None) -> tuple[list[Submission], list[Skipped]]:
-    """Every submission in ``directory``, one per student, in the given layout (``auto``: detected).
+    """Every submission in ``directory``, one per student, in the given layout (``auto``: detected; a ``Layout``
+    that ``detect_layout`` already found is used as it is, so a run looks at the folder once).
 
     ``assignment`` picks nbgrader's assignment folder (``submitted/<student>/<assignment>/``).
     """
-    found = detect_layout(directory, layout)
+    found = layout if isinstance(layout, Layout) else detect_layout(directory, layout)
     return _BY_NAME[found.name].discover(found.folder, directory, assignment)

@@ -141,7 +141,7 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     found_layout = detect_layout(submissions_dir, layout)
     if started is not None:
         started(layers, found_layout)
-    found = Found(*discover(submissions_dir, layout=found_layout.name, assignment=spec.name))
+    found = Found(*discover(submissions_dir, layout=found_layout, assignment=spec.name))
     check_students(students, found.submissions, submissions_dir)
     settings = RunSettings(assignment=spec.name, root=submissions_dir,
                            solutions_dir=spec.folder.parent if spec.folder is not None else solutions_dir,

@@ -126,7 +126,7 @@ def _internal_error(submission: Submission, assignment: Assignment, root: Path,
         student=submission.student, assignment=assignment.name, source=str(submission.path.relative_to(root)),
         kind=submission.kind, sha256="", status=INTERNAL, reason=reason,
         questions=unrun_questions(assignment, submission.student, f"not run: {reason}"), units=(), answers=(),
-        notes=(detail[-2000:],), submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
+        notes=(), grader_trace=detail[-2000:], submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=0.0)
 
 

@@ -92,7 +92,8 @@ def _failed(submission: Submission, spec: Assignment, root: Path, started: float
         student=submission.student, assignment=spec.name, source=str(submission.path.relative_to(root)),
         kind=submission.kind, sha256="", status=INTERNAL, reason=reason,
         questions=unrun_questions(spec, submission.student, f"not run: {reason}"), units=(), answers=(),
-        notes=(traceback.format_exc()[-2000:],), submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
+        notes=(), grader_trace=traceback.format_exc()[-2000:],
+        submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=round(time.monotonic() - started, 3))
 
 

@@ -27,11 +27,12 @@ from grader.results import (
     QuestionResult,
     SubmissionResult,
     UnitResult,
+    UnitStatus,
     WrittenAnswer,
 )
 
-_NOT_REACHED = LoadedUnit(status="skipped", stdout="", stderr="", dropped=0, error_type=None, error_message=None,
-                          traceback="", notes=())
+_NOT_REACHED = LoadedUnit(status=UnitStatus.SKIPPED, stdout="", stderr="", dropped=0, error_type=None,
+                          error_message=None, traceback="", notes=())
 
 
 def _unit_results(program: Program, units: list[LoadedUnit]) -> tuple[UnitResult, ...]:

@@ -1,18 +1,80 @@
-"""Results of grading, as frozen dataclasses with derived totals. Reports and exports read only these."""
+"""Results of grading, as frozen dataclasses with derived totals. Reports and exports read only these.
+
+The status vocabularies are ``StrEnum``s: a member is the plain string JSON, SQLite and the templates have always
+written ("passed"), with a ``label`` for people ("not run"). What a student may see of a result is decided here too,
+by the ``for_student()`` method of each dataclass that holds something they may not (their fields' comments say
+which), so a field added later is redacted where it is declared.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from dataclasses import dataclass
+from typing import Self
 
-# Outcome of one check.
+from grader.execute.child.wire import UnitStatus
+
+
+class _Labelled(enum.StrEnum):
+    """A status as stored (its value), with how people read it (its label; the value unless said otherwise)."""
+
+    label: str
+
+    def __new__(cls, value: str, label: str = "") -> Self:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.label = label or value
+        return member
+
+
+class CheckStatus(_Labelled):
+    """Outcome of one check."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"  # the student's code raised
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"  # the student's process died
+    NOT_RUN = "not_run", "not run"
+    INTERNAL = "internal_error", "grader error"  # the grader itself failed, never the student's doing
+
+
+class SubmissionStatus(_Labelled):
+    """Outcome of one submission: it ran (whatever the score), or why it could not be graded."""
+
+    GRADED = "graded"
+    INVALID = "invalid"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    INTERNAL = "internal_error", "grader error"
+
+
+class Visibility(_Labelled):
+    """Who sees a check's inputs and expected values: everyone, or only the instructor (the student sees that it
+    ran, its result and a message naming no input)."""
+
+    PUBLIC = "public"
+    HIDDEN = "hidden"
+
+
 PASSED, FAILED, ERROR, TIMEOUT, CRASHED, NOT_RUN, INTERNAL = (
-    "passed", "failed", "error", "timeout", "crashed", "not_run", "internal_error")
-# Outcome of one submission: it ran (whatever the score), or why it could not be graded.
-GRADED, INVALID, SUBMISSION_TIMEOUT, SUBMISSION_CRASHED = "graded", "invalid", "timeout", "crashed"
+    CheckStatus.PASSED, CheckStatus.FAILED, CheckStatus.ERROR, CheckStatus.TIMEOUT, CheckStatus.CRASHED,
+    CheckStatus.NOT_RUN, CheckStatus.INTERNAL)
+GRADED, INVALID, SUBMISSION_TIMEOUT, SUBMISSION_CRASHED = (
+    SubmissionStatus.GRADED, SubmissionStatus.INVALID, SubmissionStatus.TIMEOUT, SubmissionStatus.CRASHED)
+PUBLIC, HIDDEN = Visibility.PUBLIC, Visibility.HIDDEN
 
-PUBLIC, HIDDEN = "public", "hidden"
+# Labels by value, for a status held as a plain string (a result built by hand); the vocabularies agree on the
+# values they share ("timeout", "crashed", "internal_error").
+_LABELS = {member.value: member.label for kind in (CheckStatus, SubmissionStatus, UnitStatus) for member in kind}
+
+
+def status_label(status: str) -> str:
+    """How people read a check's, a submission's or a unit's status: "not run" for "not_run"."""
+    return getattr(status, "label", None) or _LABELS.get(status, status)
+
 
 # A problem every check of a question shares (a name not defined, weights with nowhere to go) is said once, as a note of
 # the question starting with SHARED_PROBLEM_NOTE, and each of those checks' message is SHARED_PROBLEM.
@@ -80,19 +142,26 @@ class SmallestCase:
     def text(self) -> str:
         return self.describe(self.sizes)
 
+    def for_student(self, visibility: Visibility) -> SmallestCase:
+        """What the student may see: of a public check's case its inputs, answers and expected values too (small
+        enough to work through by hand); of a hidden one's only its sizes and safe hint."""
+        if visibility == PUBLIC:
+            return dataclasses.replace(self, detail="")
+        return dataclasses.replace(self, original=(), detail="", trace=(), diff=None)
+
 
 @dataclass(frozen=True)
 class CheckResult:
     check_id: str
     question: str
     title: str
-    visibility: str
-    status: str
+    visibility: Visibility
+    status: CheckStatus
     score: float
     max_score: float
-    message: str  # for the student: for hidden checks, never the inputs or expected values
+    message: str  # for the student: for hidden checks only the safe hint (stored so, see student_message)
     detail: str  # for the instructor: the full story
-    seed: int
+    seed: int  # hidden checks: instructor only
     notes: tuple[str, ...] = ()
     heatmaps: tuple[Heatmap, ...] = ()  # hidden checks: for the instructor's view only
     diff: TensorDiff | None = None  # hidden checks: for the instructor's view only
@@ -105,6 +174,20 @@ class CheckResult:
     def passed(self) -> bool:
         return self.status == PASSED
 
+    @staticmethod
+    def student_message(visibility: Visibility, message: str, hint: str) -> str:
+        """The message a check stores: a hidden check's is only its hint, which names no input or value. Its full
+        message is never stored (``detail`` tells the instructor the full story), so no page can show it."""
+        return message if visibility == PUBLIC else hint
+
+    def for_student(self) -> CheckResult:
+        """What the student may see (the fields' comments say what is the instructor's)."""
+        smallest = self.smallest.for_student(self.visibility) if self.smallest is not None else None
+        if self.visibility == PUBLIC:
+            return dataclasses.replace(self, detail="", trace=(), smallest=smallest)
+        return dataclasses.replace(self, detail="", trace=(), seed=0, heatmaps=(), diff=None, tables=(),
+                                   smallest=smallest)
+
 
 @dataclass(frozen=True)
 class QuestionResult:
@@ -112,8 +195,8 @@ class QuestionResult:
     title: str
     checks: tuple[CheckResult, ...]
     notes: tuple[str, ...] = ()
-    stdout: str = ""  # what the student's code printed while this question was graded
-    stderr: str = ""
+    stdout: str = ""  # what the student's code printed while this question was graded: instructor only (it could
+    stderr: str = ""  # print a hidden check's inputs)
 
     @property
     def score(self) -> float:
@@ -134,7 +217,7 @@ class QuestionResult:
 @dataclass(frozen=True)
 class UnitResult:
     label: str
-    status: str  # ok, error, timeout, exit, skipped
+    status: UnitStatus  # ok, error, timeout, exit, skipped, crashed (grader/execute/child/wire.py)
     stdout: str
     stderr: str
     error: str  # "ValueError: ..." with the student's part of the traceback, or ""
@@ -209,16 +292,18 @@ class SubmissionResult:
     source: str  # the file graded, relative to the submissions folder
     kind: str
     sha256: str
-    status: str
+    status: SubmissionStatus
     reason: str  # why it could not be graded, or ""
     questions: tuple[QuestionResult, ...]
     units: tuple[UnitResult, ...]
     answers: tuple[WrittenAnswer, ...]
-    notes: tuple[str, ...]
+    notes: tuple[str, ...]  # for the student too: what the grader says of the submission (never its own trace)
     submitted_at: str
     graded_at: str
     duration_s: float
     environment: tuple[tuple[str, str], ...] = ()
+    grader_trace: str = ""  # the grader's own traceback when it failed on the submission: instructor only (it may
+    # quote the checks' code)
     # Adjustments applied on top of the code's grade at every run (grader/adjust), not facts about the code.
     manual: tuple[ManualMark, ...] = ()  # one per written question of the assignment
     late: LatePenalty | None = None  # None: no deadline applies
@@ -266,3 +351,13 @@ class SubmissionResult:
                 c, detail="", heatmaps=(), diff=None, tables=(), trace=(), smallest=None) for c in q.checks))
             for q in self.questions)
         return dataclasses.replace(self, questions=questions, units=())
+
+    def for_student(self) -> SubmissionResult:
+        """The result as the student may see it: each check's ``for_student()``; not what their code printed while
+        the checks ran (it could print a hidden check's inputs), the grader's own trace, marks set aside (a changed
+        answer, a malformed row) or an extension's reason."""
+        questions = tuple(dataclasses.replace(q, stdout="", stderr="", checks=tuple(c.for_student() for c in q.checks))
+                          for q in self.questions)
+        manual = tuple(m.for_student() for m in self.manual)
+        late = self.late.for_student() if self.late is not None else None
+        return dataclasses.replace(self, questions=questions, manual=manual, late=late, grader_trace="")

@@ -23,7 +23,6 @@ from grader.discover import Submission
 from grader.pipeline import ClassRun
 from grader.report import render_instructor_report, render_student_report
 from grader.report.heatmap import colour, exact, heatmap_svg
-from grader.report.render import for_student
 from grader.results import HIDDEN, PUBLIC, CheckResult, SubmissionResult, UnitResult, WrittenAnswer
 
 from .conftest import MEASURED, SAMPLES
@@ -166,7 +165,7 @@ def test_hidden_checks_reveal_nothing_of_their_cases_to_the_student(sample_run: 
 
 def test_the_student_page_is_rendered_from_a_copy_without_the_instructors_material(sample_run: ClassRun) -> None:
     for result in sample_run.results:
-        seen = for_student(result)
+        seen = result.for_student()
         for check in seen.checks:
             assert check.trace == () and check.detail == ""
             if check.visibility == HIDDEN:

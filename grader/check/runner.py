@@ -45,6 +45,7 @@ from grader.results import (
     Diagnosis,
     QuestionResult,
     SmallestCase,
+    UnitStatus,
 )
 
 
@@ -58,11 +59,11 @@ class _QuestionRun:
 
 def _failed_unit(label: str, cause: CallTimedOut | ProcessDied) -> LoadedUnit:
     if isinstance(cause, CallTimedOut):
-        status, kind = "timeout", "Timeout"
+        status, kind = UnitStatus.TIMEOUT, "Timeout"
         message = (f"{label} ran past its time limit and did not stop when interrupted, so its process was "
                    "killed; your code was started again without it")
     else:
-        status, kind = "crashed", "ProcessDied"
+        status, kind = UnitStatus.CRASHED, "ProcessDied"
         # The cause ends with how the process ended, e.g. "(exit code 3)" or "(killed by SIGSEGV)".
         how = f" {cause.message[cause.message.rfind('('):]}" if cause.message.endswith(")") else ""
         message = f"{label} ended the process{how}; your code was started again without it"
@@ -154,12 +155,12 @@ class SubmissionRunner:
 
     def _load_hint(self) -> str:
         for program_unit, unit in zip(self.program.units, self.units):
-            if unit.status in ("error", "timeout", "exit", "crashed"):
+            if unit.status in (UnitStatus.ERROR, UnitStatus.TIMEOUT, UnitStatus.EXIT, UnitStatus.CRASHED):
                 framework = _other_framework(unit)
                 if framework:
                     return (f"{program_unit.label} could not import {framework}: this assignment is graded in "
                             f"PyTorch, and code written for {framework} cannot run in the grader")
-                what = {"timeout": "timed out", "crashed": "ended the process"}.get(unit.status,
+                what = {UnitStatus.TIMEOUT: "timed out", UnitStatus.CRASHED: "ended the process"}.get(unit.status,
                                                                                 f"raised {unit.error_type}")
                 return f"{program_unit.label} {what} while loading, which may be why"
         return ""
@@ -293,14 +294,14 @@ class SubmissionRunner:
 
     def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
         seed = self._seed(check)
-        public = check.visibility == PUBLIC
         context = CheckContext(student=code, seed=seed)
 
         def outcome(status: str, message: str, hint: str, detail: str,
                     diagnosis: Diagnosis | None = None) -> CheckResult:
             score = check.points if status == PASSED else 0.0
+            shown = CheckResult.student_message(check.visibility, message, hint)
             return CheckResult(check.id, check.question, check.title, check.visibility, status, score,
-                               check.points, message if public else hint, detail, seed, notes=tuple(context.notes),
+                               check.points, shown, detail, seed, notes=tuple(context.notes),
                                heatmaps=tuple(context.heatmaps), diff=context.diff, tables=tuple(context.tables),
                                trace=context.trace, diagnosis=diagnosis)
 

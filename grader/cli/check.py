@@ -16,7 +16,6 @@ from grader.execute import isolation
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.self_check import SelfCheck, check_submission, submission_file
 from grader.report.summary import paint, summary_lines
-from grader.results import INTERNAL
 
 
 def wants_colour(stream: TextIO) -> bool:
@@ -41,7 +40,7 @@ def _check(args: argparse.Namespace) -> int:
                              solutions_dir=Path(args.solutions), device=args.device, sandbox=args.sandbox,
                              limit_overrides=args.limit)
     print_summary(check, source=args.submission, colour=wants_colour(sys.stdout))
-    if check.result.status == INTERNAL or any(c.status == INTERNAL for c in check.result.checks):
+    if check.result.grader_failed:
         return 3
     return 0 if check.passed else 1
 

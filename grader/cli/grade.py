@@ -18,6 +18,7 @@ from grader.layout import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.pipeline.handback import Handback
 from grader.record.output import OutputFolder
+from grader.results import GRADED
 from grader.similar.pages import DEFAULT_THRESHOLD
 
 
@@ -82,7 +83,7 @@ def _grade(args: argparse.Namespace) -> int:
                           layout=args.layout, progress=display.advance, planned=planned, late=_late_override(args),
                           students=args.student, scheduler=args.scheduler, handback=_handback(args),
                           started=started)
-    graded = sum(1 for r in run.summaries if r.status == "graded")
+    graded = sum(1 for r in run.summaries if r.status == GRADED)
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.summaries)}" \
         if run.unchanged else ""
     if args.student:

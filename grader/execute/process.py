@@ -39,7 +39,7 @@ READ_AHEAD = 1 << 16  # bytes asked of the pipe at a time, at least
 class LoadedUnit:
     """How one notebook cell or top-level statement ran while loading."""
 
-    status: str  # ok, error, timeout, exit, skipped
+    status: str  # a UnitStatus value (grader/execute/child/wire.py), as the child sent it
     stdout: str
     stderr: str
     dropped: int  # characters of output beyond the cap

@@ -32,7 +32,7 @@ from grader.execute import isolation
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
 from grader.kit.derive import derive_public_checks
 from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE
-from grader.results import PUBLIC
+from grader.results import GRADED, PUBLIC
 
 DIST_DIR = PROJECT_ROOT / "dist"
 GUIDE_EXAMPLE = "attention_scoring"
@@ -274,7 +274,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
         result = grade_submission(submission=solution, assignment=public, root=solution.path.parent,
                                   limits=spec.limits, sandbox=isolation.detect(sandbox))
     failed = [f"{c.check_id}: {c.message}" for c in result.checks if not c.passed]
-    if result.status != "graded" or failed:
+    if result.status != GRADED or failed:
         raise ConfigurationError(f"{name}: the solution notebook does not pass its public checks, so the kit cannot "
                                  f"be recorded from it: {'; '.join(failed) or result.reason}")
 

@@ -2,7 +2,7 @@
 
 A ``KitReport`` returned from a cell is drawn inline (``_repr_html_``); printed, it is the text ``grader check``
 prints in a terminal (one implementation: grader/report/summary.py). The HTML is built from the student page's
-pieces (templates/macros.html.j2, the heatmaps, the tables of differing entries), from ``for_student(result)`` as
+pieces (templates/macros.html.j2, the heatmaps, the tables of differing entries), from ``result.for_student()`` as
 that page is, so nothing a student may not see can reach either.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grader.report import summary
-from grader.report.render import _environment, for_student
+from grader.report.render import _environment
 from grader.results import SubmissionResult
 
 if TYPE_CHECKING:  # the pipeline brings the class run's machinery (dask), which a student's kernel need not import
@@ -58,7 +58,7 @@ def html(report: KitReport) -> str:
     # The student page's Jinja environment: its filters and globals are what the shared macros are written against.
     template = _environment().get_template(TEMPLATE)
     return template.render(
-        r=for_student(report.result), title=report.title, unchecked=report.unchecked, has_hidden=report.has_hidden,
+        r=report.result.for_student(), title=report.title, unchecked=report.unchecked, has_hidden=report.has_hidden,
         seconds=report.seconds, notes=report.notes, passed=report.passed, hidden_sentence=summary.HIDDEN_SENTENCE,
         question_passed=summary.question_passed, question_verdict=summary.question_verdict,
         question_notes=summary.question_notes, total_line=summary.total_line,

@@ -24,7 +24,7 @@ from grader.files import write_text_atomic
 from grader.layout import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission
 from grader.report import render_student_report
-from grader.results import PUBLIC, SubmissionResult
+from grader.results import GRADED, PUBLIC, SubmissionResult
 
 SELF_CHECK_NOTE = ("Self-check (grader check): only the assignment's public checks ran. Hidden checks, on other "
                    "inputs, also count towards your grade; your instructor runs them when grading.")
@@ -41,7 +41,7 @@ class SelfCheck:
     @property
     def passed(self) -> bool:
         """Every public check passed (and the file could be run)."""
-        return self.result.status == "graded" and all(c.passed for c in self.result.checks)
+        return self.result.status == GRADED and all(c.passed for c in self.result.checks)
 
 
 def public_only(assignment: Assignment) -> Assignment:

@@ -29,11 +29,12 @@ from grader.results import (
     QuestionResult,
     SubmissionResult,
     UnitResult,
+    UnitStatus,
     WrittenAnswer,
 )
 
-_NOT_REACHED = LoadedUnit(status="skipped", stdout="", stderr="", dropped=0, error_type=None, error_message=None,
-                          traceback="", notes=())
+_NOT_REACHED = LoadedUnit(status=UnitStatus.SKIPPED, stdout="", stderr="", dropped=0, error_type=None,
+                          error_message=None, traceback="", notes=())
 
 
 def _unit_results(program: Program, units: list[LoadedUnit]) -> tuple[UnitResult, ...]:
@@ -63,12 +64,13 @@ def grader_failed_result(submission: Submission, assignment: Assignment, root: P
                          duration_s: float = 0.0) -> SubmissionResult:
     """The result of a submission the grader itself failed on (in a class run or Gradescope's autograder): no
     points lost to a student's fault, every check not run, and the end of ``detail`` (the grader's traceback) kept
-    as a note for the instructor."""
+    as ``grader_trace``, which only the instructor sees."""
     return SubmissionResult(
         student=submission.student, assignment=assignment.name, source=str(submission.path.relative_to(root)),
         kind=submission.kind, sha256="", status=INTERNAL, reason=GRADER_FAILED,
         questions=unrun_questions(assignment, submission.student, f"not run: {GRADER_FAILED}"), units=(),
-        answers=(), notes=(detail[-2000:],), submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
+        answers=(), notes=(), grader_trace=detail[-2000:],
+        submitted_at=submission.submitted_at.isoformat(timespec="seconds"),
         graded_at=datetime.now(UTC).isoformat(timespec="seconds"), duration_s=duration_s)
 
 

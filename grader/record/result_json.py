@@ -4,12 +4,17 @@ Both directions are driven by ``dataclasses.fields`` and the fields' type hints,
 to a result dataclass later round-trips without touching this module. Tuples (``tuple[X, ...]`` and fixed ones such as
 the ``(name, value)`` pairs of ``environment``) come back as tuples, so a reloaded result equals the original.
 Reading tolerates JSON written before a field with a default existed (the default is used) and ignores keys of fields
-that no longer exist; anything else that does not fit raises ``ResultFormatError``.
+that no longer exist; anything else that does not fit raises ``ResultFormatError``. A status is written as its plain
+string and read back as its enum member (grader.results), so an unknown one does not fit.
+
+One older shape is read by name: a result written before ``grader_trace`` existed kept the grader's own traceback
+among its notes, shown to no student by a string match; it is moved to ``grader_trace`` as it is read.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import itertools
 import json
 import types
@@ -18,7 +23,7 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
-from grader.results import SubmissionResult
+from grader.results import INTERNAL, SubmissionResult
 
 
 class ResultFormatError(ValueError):
@@ -92,6 +97,8 @@ def _decoder(hint: Any) -> Decoder:
         return _identity
     if hint in (str, int, float, bool):
         return _scalar_decoder(hint)
+    if isinstance(hint, type) and issubclass(hint, enum.StrEnum):
+        return _enum_decoder(hint)
 
     def unreadable(data: Any) -> Any:
         raise TypeError(f"cannot read a {hint} from JSON")
@@ -194,6 +201,17 @@ def _scalar_decoder(hint: type) -> Decoder:
     return decode
 
 
+def _enum_decoder(kind: type[enum.StrEnum]) -> Decoder:
+    members = {member.value: member for member in kind}
+
+    def decode(data: Any) -> Any:
+        try:
+            return members[data]
+        except (KeyError, TypeError):
+            raise _Misfit(f"expected one of {', '.join(members)}, got {data!r}") from None
+    return decode
+
+
 def from_data(hint: Any, data: Any, where: str = "result") -> Any:
     """Rebuild a value of type ``hint`` from the plain data ``to_data`` made."""
     try:
@@ -211,4 +229,21 @@ def result_from_json(text: str) -> SubmissionResult:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultFormatError(f"not JSON: {exc}") from exc
+    if isinstance(data, dict) and "grader_trace" not in data:
+        data = _trace_out_of_notes(data)
     return from_data(SubmissionResult, data)
+
+
+_TRACE_MARK = "Traceback (most recent call last)"
+
+
+def _trace_out_of_notes(data: dict[str, Any]) -> dict[str, Any]:
+    """A result written before ``grader_trace`` existed, its traceback (a note, when the grader failed on the
+    submission) moved there."""
+    notes = data.get("notes")
+    if data.get("status") != INTERNAL or not isinstance(notes, list):
+        return data
+    traces = [n for n in notes if isinstance(n, str) and _TRACE_MARK in n]
+    if not traces:
+        return data
+    return {**data, "notes": [n for n in notes if n not in traces], "grader_trace": "\n".join(traces)}

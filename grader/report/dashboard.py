@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from grader.results import GRADED, MARKED, PASSED, Diagnosis, SubmissionResult
+from grader.results import CRASHED, ERROR, GRADED, MARKED, PASSED, TIMEOUT, Diagnosis, SubmissionResult
 
 BINS = 10  # of the maximum score: 0-9%, 10-19%, ..., 90-100%
 
@@ -75,7 +75,7 @@ def class_stats(results: Sequence[SubmissionResult], max_score: float) -> ClassS
             outcomes = [c for r in ran for c in r.checks if c.check_id == check.check_id]
             checks.append(CheckStats(check.check_id, check.question, check.title, check.visibility, check.max_score,
                                      sum(1 for c in outcomes if c.status == PASSED),
-                                     sum(1 for c in outcomes if c.status in ("error", "timeout", "crashed")),
+                                     sum(1 for c in outcomes if c.status in (ERROR, TIMEOUT, CRASHED)),
                                      len(outcomes)))
     histogram = [0] * BINS
     for r in results:

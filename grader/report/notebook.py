@@ -30,7 +30,7 @@ from markupsafe import Markup
 
 from grader.discover import Submission, notebook_cells, read_submission
 from grader.errors import InvalidSubmission
-from grader.results import SubmissionResult, UnitResult
+from grader.results import SubmissionResult, UnitResult, UnitStatus, status_label
 
 RAW_SOURCE_LIMIT = 200_000  # characters of an unreadable file shown as text to the instructor
 OUTPUT_SHOWN = 20_000  # characters of one output stream of a cell
@@ -209,7 +209,8 @@ def _outputs(unit: UnitResult | None) -> list:
         name, _, value = last.partition(": ")
         outputs.append({"output_type": "error", "ename": name, "evalue": value,
                         "traceback": unit.error.rstrip().splitlines()})
-    grader_says = [f"[grader] {unit.status.replace('_', ' ')}"] if unit.status not in ("ok", "error") else []
+    unusual = unit.status not in (UnitStatus.OK, UnitStatus.ERROR)
+    grader_says = [f"[grader] {status_label(unit.status)}"] if unusual else []
     grader_says += [f"[grader] {note}" for note in unit.notes]
     if grader_says:
         outputs.append(_stream("stderr", "\n".join(grader_says) + "\n"))

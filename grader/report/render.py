@@ -4,16 +4,13 @@ Every page is one self-contained file: CSS, SVG and the dashboard's script inlin
 Content-Security-Policy in each page says so to the browser as well: nothing may load from anywhere, and the only
 script that may run is the grader's own (allowed by its hash), so nothing a student printed or wrote can run.
 
-The student's page is rendered from ``for_student(result)``, a copy without what only the instructor may see (every
-check's detail and trace; a hidden check's seed, heatmaps and differing entries, and of its smallest failing case
-everything but the sizes and the safe hint; what the student's code printed while the checks ran, which could print
-a hidden check's inputs), so no template mistake can show it.
+The student's page is rendered from ``result.for_student()`` (grader/results.py), a copy without what only the
+instructor may see, so no template mistake can show it.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import itertools
 from collections.abc import Sequence
@@ -29,14 +26,13 @@ from grader.layout import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
-from grader.results import GRADED, HIDDEN, INTERNAL, PUBLIC, CheckResult, SmallestCase, SubmissionResult, TensorDiff
+from grader.results import GRADED, HIDDEN, PUBLIC, SubmissionResult, TensorDiff, UnitStatus, status_label
 from grader.times import describe_duration, describe_late, describe_time
 
 if TYPE_CHECKING:
     from grader.similar import Pair, SimilarityReport
 
 OUTPUT_SHOWN = 6000  # characters of one cell's output on a page; the rest is cut from the middle
-STATUS_LABELS = {"not_run": "not run", "internal_error": "grader error"}
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {script}; base-uri 'none'; "
        "form-action 'none'")
 
@@ -77,10 +73,10 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(points=points.shown, clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
-                       number=_number, exact=exact, label=lambda status: STATUS_LABELS.get(status, status),
+                       number=_number, exact=exact, label=status_label,
                        moment=describe_time, duration=describe_duration)
     env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN,
-                       describe_late=describe_late)
+                       GRADED=GRADED, UnitStatus=UnitStatus, describe_late=describe_late)
     return env
 
 
@@ -96,39 +92,6 @@ def _render(template: str, **context: Any) -> str:
     return _environment().get_template(template).render(**context)
 
 
-def _smallest_for_student(smallest: SmallestCase | None, public: bool) -> SmallestCase | None:
-    """A public check's smallest failing case keeps its inputs, answers and expected values (small enough to work
-    through by hand); a hidden one's only its sizes and safe hint."""
-    if smallest is None:
-        return None
-    if public:
-        return dataclasses.replace(smallest, detail="")
-    return dataclasses.replace(smallest, original=(), detail="", trace=(), diff=None)
-
-
-def _check_for_student(check: CheckResult) -> CheckResult:
-    public = check.visibility == PUBLIC
-    smallest = _smallest_for_student(check.smallest, public)
-    if public:
-        return dataclasses.replace(check, detail="", trace=(), smallest=smallest)
-    return dataclasses.replace(check, detail="", trace=(), seed=0, heatmaps=(), diff=None, tables=(),
-                               smallest=smallest)
-
-
-def for_student(result: SubmissionResult) -> SubmissionResult:
-    """The result as the student may see it (see the module's docstring)."""
-    questions = tuple(dataclasses.replace(q, stdout="", stderr="", checks=tuple(_check_for_student(c)
-                                                                                for c in q.checks))
-                      for q in result.questions)
-    notes = result.notes
-    if result.status == INTERNAL:  # the grader's own traceback: it may quote the checks' code
-        notes = tuple(n for n in notes if "Traceback (most recent call last)" not in n)
-    # Marks set aside (a changed answer, a malformed row) and an extension's reason are the instructor's.
-    manual = tuple(m.for_student() for m in result.manual)
-    late = result.late.for_student() if result.late is not None else None
-    return dataclasses.replace(result, questions=questions, notes=notes, manual=manual, late=late)
-
-
 def _printed_while_graded(result: SubmissionResult) -> bool:
     return any(q.stdout or q.stderr for q in result.questions)
 
@@ -136,7 +99,7 @@ def _printed_while_graded(result: SubmissionResult) -> bool:
 def render_student_report(result: SubmissionResult, *, title: str, name: str = "") -> str:
     """The student's page: hidden checks show their name, result and a message that names no input or value.
     ``name``: the person's name, as a course platform's download gives it beside its id."""
-    return _render("report.html.j2", r=for_student(result), title=title, instructor=False, name=name,
+    return _render("report.html.j2", r=result.for_student(), title=title, instructor=False, name=name,
                    printed_while_graded=_printed_while_graded(result))
 
 

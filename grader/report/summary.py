@@ -10,11 +10,9 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
-from grader.results import GRADED, PASSED, CheckResult, QuestionResult, SubmissionResult
+from grader.results import GRADED, PASSED, CheckResult, QuestionResult, SubmissionResult, UnitStatus, status_label
 
 _COLOURS = {"green": "32", "red": "31", "yellow": "33", "bold": "1", "dim": "2"}
-OUTCOMES = {"failed": "FAILED", "error": "ERROR", "timeout": "TIMEOUT", "crashed": "CRASHED", "not_run": "NOT RUN",
-            "internal_error": "GRADER ERROR"}
 HIDDEN_SENTENCE = ("Hidden checks, on other inputs, also count towards your grade: your instructor runs them when "
                    "grading.")
 
@@ -72,12 +70,12 @@ def total_line(result: SubmissionResult) -> str:
 
 def unfinished_units(result: SubmissionResult) -> tuple[str, str] | None:
     """How many cells (statements) did not finish normally, and the first of them with its error's last line."""
-    broken = [u for u in result.units if u.status not in ("ok", "skipped")]
+    broken = [u for u in result.units if u.status not in (UnitStatus.OK, UnitStatus.SKIPPED)]
     if not broken:
         return None
     what = "cell" if result.kind == "notebook" else "statement"
     first = broken[0]
-    why = first.error.strip().splitlines()[-1] if first.error.strip() else first.status
+    why = first.error.strip().splitlines()[-1] if first.error.strip() else status_label(first.status)
     return (f"While your {result.kind} ran, {len(broken)} {what}(s) did not finish normally; the first:",
             f"{first.label}: {why}")
 
@@ -89,7 +87,8 @@ def empty_answers(result: SubmissionResult) -> str:
 
 
 def outcome(status: str) -> str:
-    return OUTCOMES.get(status, status.upper())
+    """A check's status as a terminal shows it: its label in capitals ("NOT RUN")."""
+    return status_label(status).upper()
 
 
 class _Lines:

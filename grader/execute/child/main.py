@@ -131,10 +131,10 @@ class Serving(calls.Calls):
         # One message per unit as it finishes, so the grader knows which one to blame if the process dies.
         for index, unit in enumerate(request["units"]):
             if stopped or index in skip:
-                result = {"status": "skipped", "stdout": None, "stderr": None, "error": None, "notes": []}
+                result = {"status": wire.UnitStatus.SKIPPED, "stdout": None, "stderr": None, "error": None, "notes": []}
             else:
                 result = self._run_unit(unit, request["unit_seconds"], request["stream_cap"])
-                stopped = result["status"] == "exit" and request.get("stop_on_exit", False)
+                stopped = result["status"] == wire.UnitStatus.EXIT and request.get("stop_on_exit", False)
             self.channel.send({"op": "unit", "index": index, "unit": result})
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         # A CUDA context does not survive a fork: code that used the GPU while loading gets a fresh process per
@@ -150,7 +150,7 @@ class Serving(calls.Calls):
         out, err = capture.CappedStream("stdout", cap), capture.CappedStream("stderr", cap)
         saved = sys.stdout, sys.stderr
         notes_before = len(stubs.NOTES)
-        status, error = "ok", None
+        status, error = wire.UnitStatus.OK, None
         try:
             sys.stdout, sys.stderr = out, err
             try:
@@ -161,13 +161,13 @@ class Serving(calls.Calls):
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
             except CellTimeout:
-                status = "timeout"
+                status = wire.UnitStatus.TIMEOUT
                 error = {"type": "Timeout", "message": f"stopped after {seconds:g} s", "traceback": ""}
             except SystemExit as exc:
-                status = "exit"
+                status = wire.UnitStatus.EXIT
                 error = {"type": "SystemExit", "message": f"exit code {exc.code!r}", "traceback": ""}
             except BaseException as exc:  # a cell that raises does not stop the cells after it
-                status = "error"
+                status = wire.UnitStatus.ERROR
                 error = self.describe_exception(exc)
         except CellTimeout:  # the alarm fired between exec() returning and the timer being cleared
             pass

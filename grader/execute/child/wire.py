@@ -5,10 +5,13 @@ from its own folder), so it imports nothing but the standard library and NumPy.
 
 A message is: ``!II`` (length of the JSON header, number of blobs), the UTF-8 JSON header, then each blob as
 ``!Q`` length + bytes. Readers enforce size limits from the length fields before reading the bytes they announce.
+
+``UnitStatus`` is the one vocabulary both sides speak about the student's code: how each cell or statement ended.
 """
 
 from __future__ import annotations
 
+import enum
 import io
 import json
 import re
@@ -20,6 +23,23 @@ import numpy as np
 
 HEAD = struct.Struct("!II")
 BLOB = struct.Struct("!Q")
+
+
+class UnitStatus(enum.StrEnum):
+    """How one notebook cell or top-level statement ended while the submission loaded. The child sends every status
+    but CRASHED, which the grader gives a unit whose process died (or was killed, hung) while it ran."""
+
+    OK = "ok"
+    ERROR = "error"  # it raised
+    TIMEOUT = "timeout"
+    EXIT = "exit"  # it raised SystemExit (sys.exit(), exit())
+    SKIPPED = "skipped"  # not run: an earlier unit exited, or the grader left it out
+    CRASHED = "crashed"
+
+    @property
+    def label(self) -> str:
+        """For people: the value itself, as with every status in grader.results."""
+        return self.value
 
 
 class WireError(Exception):

@@ -10,7 +10,7 @@ import pytest
 
 from grader.assign import with_solution_source
 from grader.check.load import available_assignments
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ from grader.check.load import load_assignment
 from grader.kit.build import build_kit
 from grader.kit.bundle import KIT_FOLDER
 from grader.kit.runner import load_kit, run_kit
-from grader.layout import PROJECT_ROOT
+from grader.paths import PROJECT_ROOT
 from tests.kit_kernel import kernel_namespace
 
 # The correct sample each kit is timed on: the model solution as a student writes it, or another correct style.

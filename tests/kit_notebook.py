@@ -19,7 +19,7 @@ from nbclient import NotebookClient
 
 from grader.assign.student_notebook import CHECK_CELL_IDS
 from grader.kit.build import build_kit
-from grader.layout import PROJECT_ROOT
+from grader.paths import PROJECT_ROOT
 
 SAMPLE = PROJECT_ROOT / "tests" / "submissions" / "attention_scoring" / "mistake_softmax_axis.py"
 PICTURED = SAMPLE.with_name("mistake_ignores_2d.py")  # one mistake, in one check: a picture of a readable size

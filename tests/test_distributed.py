@@ -12,7 +12,7 @@ import pytest
 
 from grader.errors import ConfigurationError
 from grader.execute import Limits
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.pipeline.backends.dask import Parcel, grade_parcel
 from grader.pipeline.settings import RunSettings

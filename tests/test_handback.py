@@ -10,7 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from grader.layout import PROJECT_ROOT
+from grader.paths import PROJECT_ROOT
 
 FIXTURES = PROJECT_ROOT / "tests" / "fixtures"
 

@@ -89,7 +89,7 @@ def test_the_grader_side_never_imports_torch() -> None:
     program = (
         "import sys\n"
         "from grader.check.load import load_assignment\n"
-        "from grader.layout import SOLUTIONS_DIR\n"
+        "from grader.paths import SOLUTIONS_DIR\n"
         "import grader.pipeline.backends.processes, grader.pipeline.backends.dask, grader.pipeline.class_run\n"
         "import grader.report, grader.cli\n"
         "for folder in sorted(SOLUTIONS_DIR.iterdir()):\n"

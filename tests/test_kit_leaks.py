@@ -16,7 +16,7 @@ from grader.check.load import load_assignment, load_solution_module
 from grader.execute import isolation
 from grader.kit import build
 from grader.kit.bundle import KIT_FOLDER, read_json
-from grader.layout import ASSIGNMENTS_DIR, SOLUTIONS_DIR
+from grader.paths import ASSIGNMENTS_DIR, SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission
 from grader.results import PUBLIC
 

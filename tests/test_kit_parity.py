@@ -23,7 +23,7 @@ from grader.discover.finder import KINDS, Submission
 from grader.execute import isolation
 from grader.execute.workers import Worker
 from grader.kit.bundle import KIT_FOLDER, KIT_STUDENT, read_json
-from grader.layout import PROJECT_ROOT
+from grader.paths import PROJECT_ROOT
 from grader.pipeline.self_check import public_only
 from grader.pipeline.submission_run import grade_submission
 from grader.results import INVALID, PASSED

@@ -11,7 +11,7 @@ import pytest
 
 from grader.check import load_assignment
 from grader.check.variants import Variant
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.results import SubmissionResult
 

@@ -15,7 +15,7 @@ from grader.check.variants import substitutable
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned
 from grader.execute.limits import Limits
-from grader.layout import assignment_file
+from grader.paths import assignment_file
 from grader.results import HIDDEN, PUBLIC
 from grader.times import LatePolicy
 

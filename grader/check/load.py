@@ -11,7 +11,7 @@ from pathlib import Path
 from grader.check.named_mistakes import check_named_mistakes
 from grader.check.spec import Assignment
 from grader.errors import ConfigurationError
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 
 PACKAGE = "_grader_solutions"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source, write_templates
 from grader.cli.kit import KITS_DIR, shown, write_kits
 from grader.errors import ConfigurationError
-from grader.layout import ASSIGNMENTS_DIR, SOLUTIONS_DIR
+from grader.paths import ASSIGNMENTS_DIR, SOLUTIONS_DIR
 
 
 def _assign(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from grader.execute import isolation
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.self_check import SelfCheck, check_submission, submission_file
 from grader.report.summary import paint, summary_lines
 

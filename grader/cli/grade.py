@@ -14,7 +14,7 @@ from grader.discover import LAYOUTS
 from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.pipeline.handback import Handback
 from grader.record.output import OutputFolder

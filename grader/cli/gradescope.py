@@ -10,7 +10,7 @@ from pathlib import Path
 
 from grader.execute import isolation
 from grader.export import build_autograder_zip
-from grader.layout import PROJECT_ROOT, SOLUTIONS_DIR
+from grader.paths import PROJECT_ROOT, SOLUTIONS_DIR
 from grader.pipeline.gradescope_run import (
     CONFIG,
     DEFAULT_ROOT,

@@ -16,7 +16,7 @@ from pathlib import Path
 from grader.assign import SOLUTION_SOURCE, with_solution_source
 from grader.errors import ConfigurationError
 from grader.execute import isolation
-from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
+from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
 
 KITS_DIR = PROJECT_ROOT / "dist"  # build_kit's DIST_DIR, without importing the sandbox's machinery to say it
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from grader.assign.scaffold import SAMPLE, scaffold
 from grader.cli.kit import shown
-from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
+from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
 
 SUBMISSIONS_DIR = PROJECT_ROOT / "tests" / "submissions"
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from grader.errors import ConfigurationError
 from grader.execute import cgroups, seccomp
 from grader.execute.limits import Limits
-from grader.layout import PROJECT_ROOT
+from grader.paths import PROJECT_ROOT
 
 MODES = ("auto", "require", "off")
 CHILD_DIR = Path(__file__).resolve().parent / "child"

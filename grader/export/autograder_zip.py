@@ -24,7 +24,7 @@ from grader import __version__
 from grader.check.load import load_assignment
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer
-from grader.layout import PROJECT_ROOT, SOLUTIONS_DIR, TEMPLATES_DIR
+from grader.paths import PROJECT_ROOT, SOLUTIONS_DIR, TEMPLATES_DIR
 from grader.pipeline.fingerprint import solutions_files
 from grader.pipeline.gradescope_run import CONFIG
 

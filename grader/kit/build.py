@@ -31,7 +31,7 @@ from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute import isolation
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
 from grader.kit.derive import derive_public_checks
-from grader.layout import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE
+from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE
 from grader.results import GRADED, PUBLIC
 
 DIST_DIR = PROJECT_ROOT / "dist"

@@ -5,7 +5,7 @@ The wheel is setuptools' (``pip wheel``, offline, from a clean copy of the packa
 - its requirements are those of the kit (``KIT_REQUIREMENTS``), not the course server's (no dask, nbconvert,
   nbclient...), so a student installs it beside the torch they already have;
 - the report's templates (``templates/``, beside the package in a checkout) go inside the package, where
-  ``grader.layout`` looks when there is no checkout around it;
+  ``grader.paths`` looks when there is no checkout around it;
 - no ``grader`` command: its commands grade with the instructor's solutions, which a student does not have;
 - every entry has a fixed timestamp and mode, so the same sources give the same bytes.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from grader import __version__
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer
-from grader.layout import PACKAGED_TEMPLATES, PROJECT_ROOT, STUDENT_GUIDE, TEMPLATES_DIR
+from grader.paths import PACKAGED_TEMPLATES, PROJECT_ROOT, STUDENT_GUIDE, TEMPLATES_DIR
 
 # What `import grader.kit` and a kit check import from outside the standard library (grader/report/notebook.py
 # brings bleach, grader/discover brings nbformat and yaml), with pyproject.toml's ranges where it has one. IPython is

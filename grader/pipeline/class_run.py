@@ -28,7 +28,7 @@ from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.files import remove_partial_writes, write_text_atomic
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.backends import choose_backend, fresh_process
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.handback import Handback, similarity, write_platform_files

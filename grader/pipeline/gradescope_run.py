@@ -30,7 +30,7 @@ from grader.check.load import load_assignment
 from grader.discover.gradescope import find_submission, read_submission_metadata
 from grader.execute import isolation
 from grader.files import write_text_atomic
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission, grader_failed_result
 from grader.record.autograder_results import autograder_results
 from grader.results import SubmissionResult

@@ -21,7 +21,7 @@ from grader.discover.finder import submission_file
 from grader.errors import ConfigurationError, InvalidSubmission
 from grader.execute import isolation
 from grader.files import write_text_atomic
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission
 from grader.report import render_student_report
 from grader.results import GRADED, PUBLIC, SubmissionResult

@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from grader import points
 from grader.discover import Submission
-from grader.layout import TEMPLATES_DIR
+from grader.paths import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section

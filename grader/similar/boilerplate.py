@@ -8,7 +8,7 @@ import textwrap
 from functools import cache
 from pathlib import Path
 
-from grader.layout import ASSIGNMENTS_DIR
+from grader.paths import ASSIGNMENTS_DIR
 from grader.similar.textbook import D2L_11_3
 
 STAND_IN = Path(__file__).resolve().parent.parent / "execute" / "child" / "stubs.py"

@@ -31,7 +31,7 @@ from grader.errors import ConfigurationError
 from grader.execute import isolation
 from grader.execute.limits import Limits
 from grader.execute.workers import WorkerPool
-from grader.layout import SOLUTIONS_DIR
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.backends.arrival import Arrival
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.resume import source_of

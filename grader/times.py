@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from grader.errors import ConfigurationError
+from grader.points import shown
 from grader.results import LatePenalty
 
 DAY_S = 86400
@@ -176,11 +177,11 @@ def describe_late(late: LatePenalty, deducted: float, before: float) -> str:
         return f"Submitted {describe_time(late.submitted_at)}, before {whose} ({deadline}): on time."
     text = (f"Submitted {describe_time(late.submitted_at)}, {describe_duration(late.late_s)} after {whose} "
             f"({deadline}). Late rule: {late.rule}.")
-    points = f"-{deducted:g} point{'s' if deducted != 1 else ''}"
+    points = f"-{shown(deducted)} point{'s' if deducted != 1 else ''}"
     if late.fraction >= 1:
         return f"{text} The score is 0 ({points})."
     if late.fraction > 0:
         days = late.started_days
         return (f"{text} {days} started day{'s' if days != 1 else ''} late: {100 * late.fraction:g}% of "
-                f"{before:g} points, {points}.")
+                f"{shown(before)} points, {points}.")
     return f"{text} No points deducted."

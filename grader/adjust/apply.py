@@ -20,6 +20,7 @@ from grader.adjust.manual import ManualSheet
 from grader.adjust.sheet import SheetError, read_sheet, write_sheet
 from grader.check.spec import Assignment
 from grader.discover import Submission
+from grader.points import shown
 from grader.record.output import EXTENSIONS_CSV
 from grader.results import CHANGED, MARKED, SubmissionResult
 from grader.times import describe_time, offset_of, utc_iso
@@ -105,7 +106,7 @@ class Adjustments:
                 changed = sum(1 for m in marks if m.state == CHANGED)
                 summary.append(f"Written answers: {marked} of {len(marks)} marked"
                                + (f", {changed} changed since marked (not counted)" if changed else "")
-                               + f"; {sum(m.score for m in marks):g} points in all. Mark them in "
+                               + f"; {shown(sum(m.score for m in marks))} points in all. Mark them in "
                                  f"{self.manual.path.resolve()}")
             else:
                 commented = sum(1 for r in results for m in r.manual if m.comment)
@@ -116,7 +117,7 @@ class Adjustments:
             deducted = sum(r.late_points for r in results)
             deadline = describe_time(utc_iso(self.rule.deadline), offset_of(self.rule.deadline))
             summary.append(f"Deadline {deadline} ({self.rule.source}; {self.rule.policy.describe()}): {len(late)} of "
-                           f"{len(results)} late, {deducted:g} point{'s' if deducted != 1 else ''} deducted; "
+                           f"{len(results)} late, {shown(deducted)} point{'s' if deducted != 1 else ''} deducted; "
                            f"{len(self.extensions)} extension(s) "
                            f"in {self.extensions_path.resolve()}")
             if not self.extensions_path.exists():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grader.adjust.sheet import Sheet, SheetError, SheetRow, read_sheet, write_sheet
+from grader.points import shown
 from grader.record.output import MANUAL_CSV
 from grader.results import CHANGED, MARKED, REJECTED, UNMARKED, ManualMark, SubmissionResult
 
@@ -65,7 +66,7 @@ def parse_points(text: str, question: WrittenQuestion) -> tuple[float | None, st
         if question.points == 0:
             return None, (f"{question.id} is worth 0 points (comments only): set points= in its WrittenQuestion in "
                           "checks.py to mark it")
-        return None, f"points {text} is above {question.id}'s maximum, {question.points:g}"
+        return None, f"points {text} is above {question.id}'s maximum, {shown(question.points)}"
     return points, ""
 
 
@@ -139,7 +140,7 @@ class ManualSheet:
                 has_marks = bool((cells.get("points") or "").strip() or (cells.get("comment") or "").strip())
                 if not (has_marks and (cells.get("answer_sha256") or "").strip()):
                     cells["answer_sha256"] = answer_hash(answer)
-                cells.update(student=result.student, question=question.id, max_points=f"{question.points:g}",
+                cells.update(student=result.student, question=question.id, max_points=f"{shown(question.points)}",
                              answer=excerpt(answer), status=_status(mark, answer))
                 add(cells, mark.problem if mark.state in (CHANGED, REJECTED) else "")
         add_leftovers = [r for r in (self.sheet.rows if self.sheet else ()) if r.number not in used]

@@ -32,6 +32,7 @@ from grader.execute import isolation
 from grader.files import write_text_atomic
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission, grader_failed_result
+from grader.points import shown
 from grader.record.autograder_results import autograder_results
 from grader.results import SubmissionResult
 
@@ -48,11 +49,11 @@ def unconfigured(message: str) -> dict[str, Any]:
 
 def _print_for_instructor(result: SubmissionResult) -> None:
     """The autograder's stdout, which Gradescope shows to the instructor: every check, hidden ones' detail included."""
-    print(f"{result.student}: {result.source}, {result.status}, {result.score:g} / {result.max_score:g}"
+    print(f"{result.student}: {result.source}, {result.status}, {shown(result.score)} / {shown(result.max_score)}"
           f"{' (' + result.reason + ')' if result.reason else ''}")
     for check in result.checks:
-        print(f"  {check.check_id:<32} {check.visibility:<7} {check.status:<10} {check.score:g}/{check.max_score:g}"
-              f"  {check.message[:200]}")
+        print(f"  {check.check_id:<32} {check.visibility:<7} {check.status:<10} "
+              f"{shown(check.score)}/{shown(check.max_score)}  {check.message[:200]}")
     for note in result.notes:
         print(f"  note: {note}")
 

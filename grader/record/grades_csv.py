@@ -10,6 +10,7 @@ from pathlib import Path
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.files import write_text_atomic
+from grader.points import shown
 from grader.results import SubmissionResult
 
 LATE_COLUMNS = ("submitted_at", "deadline", "late_hours", "late_penalty")  # UTC times; hours after the deadline
@@ -39,9 +40,9 @@ def write_grades_csv(path: Path, results: Sequence[SubmissionResult],
         person = people.get(result.student)
         writer.writerow([result.student, *((person.name if person else "",) if named else ()),
                          *(("yes" if person and canvas_late(person) else "",) if marked else ()),
-                         f"{result.score:g}", f"{result.max_score:g}", result.status,
-                         *(f"{scores.get(q, 0):g}" for q in question_ids),
-                         *("" if marks.get(w) is None else f"{marks[w]:g}" for w in written_ids),
+                         f"{shown(result.score)}", f"{shown(result.max_score)}", result.status,
+                         *(f"{shown(scores.get(q, 0))}" for q in question_ids),
+                         *("" if marks.get(w) is None else f"{shown(marks[w])}" for w in written_ids),
                          result.source, result.reason, f"{result.duration_s:.2f}",
                          *(() if not dated else ("", "", "", "") if late is None else
                            (late.submitted_at, late.deadline, f"{late.late_s / 3600:.2f}", f"{result.late_points:g}"))])

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
+from grader.points import shown
 from grader.results import CRASHED, ERROR, GRADED, MARKED, PASSED, TIMEOUT, Diagnosis, SubmissionResult
 
 BINS = 10  # of the maximum score: 0-9%, 10-19%, ..., 90-100%
@@ -131,7 +132,7 @@ def histogram_svg(counts: Sequence[int], max_score: float) -> Markup:
     bar_w = plot_w / len(counts)
     out = [f'<svg class="histogram" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img" aria-label="Histogram of scores: '
-           f'{", ".join(str(c) for c in counts)} submissions per tenth of {max_score:g} points" '
+           f'{", ".join(str(c) for c in counts)} submissions per tenth of {shown(max_score)} points" '
            f'font-family="system-ui, sans-serif">']
     out.append(f'<path d="M{left} {top}v{plot_h}h{plot_w}" stroke="#888" fill="none"/>')
     for k in range(0, tallest + 1, max(1, tallest // 4)):
@@ -139,7 +140,7 @@ def histogram_svg(counts: Sequence[int], max_score: float) -> Markup:
         out.append(f'<text x="{left - 5}" y="{y + 3:.1f}" font-size="10" text-anchor="end" fill="#444">{k}</text>')
     for i, count in enumerate(counts):
         low, high = max_score * i / len(counts), max_score * (i + 1) / len(counts)
-        label = f"{low:g}–{high:g}" + (" points" if i < len(counts) - 1 else " points (inclusive)")
+        label = f"{shown(low)}–{shown(high)}" + (" points" if i < len(counts) - 1 else " points (inclusive)")
         bar_h = plot_h * count / tallest
         x = left + i * bar_w + 3
         out.append(f'<rect x="{x:.1f}" y="{top + plot_h - bar_h:.1f}" width="{bar_w - 6:.1f}" height="{bar_h:.1f}" '
@@ -149,10 +150,10 @@ def histogram_svg(counts: Sequence[int], max_score: float) -> Markup:
             out.append(f'<text x="{x + (bar_w - 6) / 2:.1f}" y="{top + plot_h - bar_h - 3:.1f}" font-size="10" '
                        f'text-anchor="middle">{count}</text>')
         out.append(f'<text x="{left + i * bar_w:.1f}" y="{top + plot_h + 13}" font-size="10" text-anchor="middle" '
-                   f'fill="#444">{low:g}</text>')
+                   f'fill="#444">{shown(low)}</text>')
     out.append(f'<text x="{left + plot_w:.1f}" y="{top + plot_h + 13}" font-size="10" text-anchor="middle" '
-               f'fill="#444">{max_score:g}</text>')
+               f'fill="#444">{shown(max_score)}</text>')
     out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" font-size="11" text-anchor="middle">Score '
-               f'(points of {max_score:g})</text>')
+               f'(points of {shown(max_score)})</text>')
     out.append("</svg>")
     return Markup("".join(out))

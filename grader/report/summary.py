@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from grader.points import shown
 from grader.results import GRADED, PASSED, CheckResult, QuestionResult, SubmissionResult, UnitStatus, status_label
 
 _COLOURS = {"green": "32", "red": "31", "yellow": "33", "bold": "1", "dim": "2"}
@@ -60,7 +61,7 @@ def question_verdict(question: QuestionResult) -> str:
 def total_line(result: SubmissionResult) -> str:
     """The verdict on the whole file, with its points."""
     checks = result.checks
-    points = f"({result.score:g} / {result.max_score:g} points)."
+    points = f"({shown(result.score)} / {shown(result.max_score)} points)."
     if all_passed(result):
         every = f"All {len(checks)} public checks" if len(checks) != 1 else "The public check"
         return f"{every} passed {points}"

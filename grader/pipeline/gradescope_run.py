@@ -38,6 +38,7 @@ from grader.results import SubmissionResult
 
 CONFIG = "autograder.json"  # written into the zip: {"assignment": ..., "grader_version": ...}
 DEFAULT_ROOT = "/autograder"
+RESULTS = Path("results") / "results.json"  # under the root: where Gradescope reads the student's result
 
 
 def unconfigured(message: str) -> dict[str, Any]:
@@ -66,7 +67,7 @@ def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: P
     fails on the submission (``again``), it is graded once more by a fresh interpreter before anything is written.
     """
     started = time.monotonic()
-    results_path = root / "results" / "results.json"
+    results_path = root / RESULTS
     try:
         spec = load_assignment(assignment, solutions_dir=solutions_dir)
     except Exception as exc:  # the zip is broken: say so to the student, and in full to the instructor
@@ -95,7 +96,7 @@ def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: P
 def _in_a_fresh_process(root: Path, assignment: str, solutions_dir: Path, sandbox: str) -> dict[str, Any] | None:
     """What a fresh interpreter, grading the submission again, wrote to results.json; None when it wrote nothing."""
     print("the grader failed on this submission (above); grading it again in a fresh process", flush=True)
-    results_path = root / "results" / "results.json"
+    results_path = root / RESULTS
     results_path.unlink(missing_ok=True)
     source = str(Path(grader.__file__).resolve().parent.parent)  # where this grader is, installed or not
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))}
@@ -115,4 +116,4 @@ def configured_assignment(source: Path) -> str:
 
 def write_unconfigured(root: Path, message: str) -> None:
     """results.json for an autograder that does not know what to grade."""
-    write_text_atomic(root / "results" / "results.json", json.dumps(unconfigured(message), indent=2) + "\n")
+    write_text_atomic(root / RESULTS, json.dumps(unconfigured(message), indent=2) + "\n")

@@ -23,15 +23,12 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grader.adjust.sheet import Sheet, SheetError, SheetRow, read_sheet, write_sheet
+from grader.check.spec import WrittenQuestion
 from grader.points import shown
 from grader.record.output import MANUAL_CSV
 from grader.results import CHANGED, MARKED, REJECTED, UNMARKED, ManualMark, SubmissionResult
-
-if TYPE_CHECKING:  # grader.check.spec imports this stage's LatePolicy
-    from grader.check.spec import WrittenQuestion
 
 FILE_NAME = MANUAL_CSV
 COLUMNS = ("student", "question", "points", "max_points", "comment", "status", "answer", "answer_sha256")

@@ -72,8 +72,7 @@ def hidden_inputs(name: str) -> list[np.ndarray]:
     derived = build.derive_public_checks((SOLUTIONS_DIR / name / "checks.py").read_text(), name=name,
                                          public=[c.run.__name__ for c in spec.checks], hidden=[])
     solution = build._solution(name, SOLUTIONS_DIR)
-    with build._noting_budgets(set()), build._recorded_references(checks, derived.relative_imports,
-                                                                  checks.__package__, {}):
+    with build._recorded_references(checks, derived.relative_imports, checks.__package__, {}):
         grade_submission(submission=solution, assignment=hidden, root=solution.path.parent, limits=spec.limits,
                          sandbox=isolation.detect("auto"))
     arrays = []

@@ -113,6 +113,9 @@ class StudentCode:
         self.pending: list[tuple[str, str, bool]] = []
         self.known: dict[str, NameInfo] = {}  # names described in this fork (describe)
         self.known_at_start: dict[str, NameInfo] = {}  # ... when the current check began, for its replay
+        # Whether the current check gave a call a memory budget, which only the grader's process can enforce (the
+        # student kit leaves such a check out).
+        self.budgeted = False
 
     def log(self, text: str) -> None:
         if len(self.calls) < 50:
@@ -184,6 +187,7 @@ class StudentCode:
         self.calls.clear()
         self.replies.clear()
         self.known_at_start = dict(self.known)
+        self.budgeted = False
 
     def _require(self, name: str, *, want_class: bool) -> NameInfo:
         info = self.describe(name)
@@ -252,6 +256,7 @@ class ReplayedCode(StudentCode):
         self.notes = []
         self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
         self.known_at_start = dict(self.known)
+        self.budgeted = False
         self._recorded = iter(list(original.replies))
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -284,6 +289,7 @@ class StudentFunction:
         """The same function, called with at most ``nbytes`` of address space beyond what its process and its
         arguments already hold. The limit stays for the rest of the question (the fork cannot raise it again):
         make such a call the question's last check."""
+        self.code.budgeted = True
         return StudentFunction(self.code, self.name, nbytes, self.no_grad, self.seconds)
 
     def without_grad(self) -> StudentFunction:

@@ -24,7 +24,7 @@ from typing import Any
 from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec
-from grader.check.student import ReplayedCode, StudentCode, StudentFunction
+from grader.check.student import ReplayedCode, StudentCode
 from grader.check.variants import substituted
 from grader.discover.finder import submission_file
 from grader.errors import ConfigurationError, WrongAnswer
@@ -151,37 +151,16 @@ def _explore_failures(check: CheckSpec, ctx: CheckContext) -> None:
 def _recorded_check(check: CheckSpec, calls: dict[str, list[_Call]], budgeted: set[str]) -> CheckSpec:
     def run(ctx: Any) -> None:
         calls[check.id] = []
-        token, current = _RECORDING.set(calls[check.id]), _CHECK.set(check.id)
+        token = _RECORDING.set(calls[check.id])
         try:
             check.run(ctx)
             _explore_failures(check, ctx)
         finally:
             _RECORDING.reset(token)
-            _CHECK.reset(current)
-        if check.id in budgeted:
-            calls.pop(check.id)
+            if ctx.student.budgeted:  # a memory budget: only the grader's process enforces it (left out of the kit)
+                budgeted.add(check.id)
 
     return dataclasses.replace(check, run=run)
-
-
-_CHECK: ContextVar[str] = ContextVar("kit_check", default="")
-_with_memory_budget = StudentFunction.with_memory_budget
-
-
-@contextmanager
-def _noting_budgets(budgeted: set[str]) -> Iterator[None]:
-    """While the solution is graded, the checks that give a call a memory budget are noted in ``budgeted``."""
-
-    def noting(function: StudentFunction, nbytes: int) -> StudentFunction:
-        if _CHECK.get():
-            budgeted.add(_CHECK.get())
-        return _with_memory_budget(function, nbytes)
-
-    StudentFunction.with_memory_budget = noting  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        StudentFunction.with_memory_budget = _with_memory_budget  # type: ignore[method-assign]
 
 
 def _variant_results(call: _Call, assignment: Assignment, question: str, store: ArrayStore) -> dict[str, Any]:
@@ -269,8 +248,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
     budgeted: set[str] = set()
     public.checks = [_recorded_check(c, calls, budgeted) for c in public.checks]
     solution = _solution(name, solutions_dir)
-    with _noting_budgets(budgeted), _recorded_references(checks_module, derived.relative_imports,
-                                                         checks_module.__package__ or "", constants):
+    with _recorded_references(checks_module, derived.relative_imports, checks_module.__package__ or "", constants):
         result = grade_submission(submission=solution, assignment=public, root=solution.path.parent,
                                   limits=spec.limits, sandbox=isolation.detect(sandbox))
     failed = [f"{c.check_id}: {c.message}" for c in result.checks if not c.passed]

@@ -16,7 +16,7 @@ import sys
 import time
 import types
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,6 @@ class Kit:
     has_hidden: bool
     grader_only: dict[str, str]  # check id -> why only the grader runs it (left out of the kit's result)
     provided: tuple[tuple[str, str], ...]  # (file name, source) of the harness files questions use
-    calls: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def find_kit(start: Path | None = None) -> Path:
@@ -109,7 +108,7 @@ def load_kit(folder: Path) -> Kit:
     provided = tuple((Path(p).name, (folder / p).read_text(encoding="utf-8")) for p in data["provided"])
     return Kit(folder, data["assignment"], data["title"], data["student"], assignment,
                tuple((q, t) for q, t in data["unchecked"]), bool(data["has_hidden"]),
-               {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided, data["calls"])
+               {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided)
 
 
 def grader_only_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:

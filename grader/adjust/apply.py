@@ -25,8 +25,6 @@ from grader.record.output import EXTENSIONS_CSV
 from grader.results import CHANGED, MARKED, SubmissionResult
 from grader.times import describe_time, offset_of, utc_iso
 
-EXTENSIONS_FILE = EXTENSIONS_CSV
-
 
 @dataclass(frozen=True)
 class AdjustmentReport:
@@ -72,7 +70,7 @@ class Adjustments:
         self.assignment = assignment
         self.rule = rule
         self.manual = ManualSheet.load(out_dir, assignment.written)
-        self.extensions_path = out_dir / EXTENSIONS_FILE
+        self.extensions_path = out_dir / EXTENSIONS_CSV
         self.extensions, self.extension_problems, self.extensions_unreadable = _read_extensions(
             self.extensions_path, rule)
 
@@ -89,7 +87,7 @@ class Adjustments:
                                 self.extensions.get(result.student))
             if late is not None and self.extensions_unreadable:
                 late = dataclasses.replace(late, fraction=0.0, note=(
-                    f"{EXTENSIONS_FILE} could not be read ({self.extensions_unreadable}): no late penalty applied "
+                    f"{EXTENSIONS_CSV} could not be read ({self.extensions_unreadable}): no late penalty applied "
                     "until it is fixed"))
         return dataclasses.replace(result, manual=manual, late=late, submitted_at=submitted_at)
 
@@ -127,9 +125,9 @@ class Adjustments:
                                 "penalty is applied to anyone until it is fixed")
             students = {r.student for r in results}
             problems += self.extension_problems
-            problems += [f"{EXTENSIONS_FILE} row {e.row}: no student {e.student!r} in this class"
+            problems += [f"{EXTENSIONS_CSV} row {e.row}: no student {e.student!r} in this class"
                          for e in self.extensions.values() if e.student not in students and e.student not in missing]
         elif self.extensions:
-            problems.append(f"{EXTENSIONS_FILE} grants {len(self.extensions)} extension(s), but no deadline is set "
+            problems.append(f"{EXTENSIONS_CSV} grants {len(self.extensions)} extension(s), but no deadline is set "
                             "for this assignment: they change nothing")
         return AdjustmentReport(tuple(summary), tuple(problems))

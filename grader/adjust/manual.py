@@ -30,7 +30,6 @@ from grader.points import shown
 from grader.record.output import MANUAL_CSV
 from grader.results import CHANGED, MARKED, REJECTED, UNMARKED, ManualMark, SubmissionResult
 
-FILE_NAME = MANUAL_CSV
 COLUMNS = ("student", "question", "points", "max_points", "comment", "status", "answer", "answer_sha256")
 REQUIRED = ("student", "question", "points")
 EXCERPT_CHARS = 300
@@ -81,7 +80,7 @@ class ManualSheet:
 
     @classmethod
     def load(cls, out_dir: Path, written: Sequence[WrittenQuestion]) -> ManualSheet:
-        path = out_dir / FILE_NAME
+        path = out_dir / MANUAL_CSV
         if not written or not path.exists():
             return cls(path, written, None)
         try:

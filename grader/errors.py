@@ -65,6 +65,21 @@ class ConfigurationError(GraderError):
 
 
 class InfrastructureError(GraderError):
-    """The grader could not do its job on this machine (cannot start Python, disk full, ...)."""
+    """The grader could not do its job on this machine (cannot start Python, a worker that will not start, ...)."""
 
     exit_code = 3
+
+
+class GradesNotPlaced(GraderError):
+    """Every student was graded, but some grades could not be placed in a course platform's file (a student missing
+    from the worksheet or gradebook the instructor gave): the message names them. Raised only after every file of
+    the run is written, so nothing else is lost."""
+
+    exit_code = 4
+
+
+class StorageError(GraderError):
+    """The machine refused to store what the grader writes: a full disk, a read-only folder, a permission denied.
+    What was graded and recorded before stays; the same command, once the cause is fixed, goes on from there."""
+
+    exit_code = 5

@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from grader.assign import with_solution_source
 from grader.check.load import available_assignments
@@ -17,6 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"  # sample submissions, a folder per assignment
 SAMPLES = SUBMISSIONS / "attention_scoring"
 FIXTURE_SOLUTIONS = ROOT / "tests" / "fixtures" / "solutions"
+
+
+# Property-based tests draw the same examples on every run (derandomize), so that a suite that passed passes again and
+# a failure found is a defect, not luck; no deadline, as a loaded 2-core machine is slow. `pytest
+# --hypothesis-profile=explore` draws new examples, many more of them, to look for what the fixed ones miss.
+settings.register_profile("default", derandomize=True, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile("explore", max_examples=1000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile("default")
 
 
 # Which assignments a test covers is found, never listed: a new solutions/<name>/ is tested for what it has.

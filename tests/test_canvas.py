@@ -123,8 +123,9 @@ def test_detected_by_auto_and_named_by_layout(tmp_path: Path) -> None:
 # ----- the gradebook CSV ----------------------------------------------------------------------------------------------
 def test_gradebook_filled_as_canvas_imports_it(tmp_path: Path) -> None:
     original = GRADEBOOK.read_text(encoding="utf-8-sig")
-    text, chosen, missing = fill_gradebook(GRADEBOOK, {"1001": 100.0, "1002": 87.5, "1005": 33.333333, "4242": 5.0},
-                                           names=["attention_scoring"])
+    text, chosen, missing, reread, _students = fill_gradebook(
+        GRADEBOOK, {"1001": 100.0, "1002": 87.5, "1005": 33.333333, "4242": 5.0}, names=["attention_scoring"])
+    assert reread == []
     assert chosen == COLUMN
     assert missing == ["4242"]
     assert text.startswith("\ufeff")  # the export's byte-order mark is kept
@@ -168,7 +169,9 @@ def test_round_trip(tmp_path: Path) -> None:
     assert results["1002"].score < 100  # mistake_no_scaling
 
     written = write_canvas_exports(out, submissions, run.results, gradebook=GRADEBOOK)
-    assert [p.name for p in written] == ["gradebook-import.csv", "feedback.zip", "README.txt"]
+    assert [p.label for p in written] == ["canvas/gradebook-import.csv", "canvas/feedback.zip"]
+    assert [sorted(p.placed) for p in written] == [sorted(results)] * 2 and not any(p.not_placed for p in written)
+    assert (out / "canvas" / "README.txt").is_file()
     table = rows((out / "canvas" / "gradebook-import.csv").read_text(encoding="utf-8"))
     col, ids = table[0].index(COLUMN), table[0].index("ID")
     cells = {r[ids]: r[col] for r in table[2:]}

@@ -83,7 +83,8 @@ def test_nbgrader_course_folder_is_detected_and_read(tmp_path: Path) -> None:
     with pytest.raises(InvalidSubmission, match=r"holds no notebook \(\.ipynb\) or Python file \(\.py\) "
                                                 r"\(found: answers\.pdf\)"):
         read_submission(found["erin"], written_ids=[])
-    assert [(s.path.name, s.reason) for s in skipped] == [
+    assert {s.path.name for s in skipped if s.ignored} == {"nbgrader_config.py", "source"}  # beside submitted/
+    assert [(s.path.name, s.reason) for s in skipped if not s.ignored] == [
         ("dave", f"holds several assignment folders (ps0, ps1) and none is named {ASSIGNMENT}: grade submitted/ "
                  "with the grader's assignment of that name")]
 
@@ -190,7 +191,8 @@ def test_gradescope_export_is_detected_and_read(tmp_path: Path) -> None:
         "submission_199 is not listed in submission_metadata.yml: graded under the folder's name",)
     with pytest.raises(InvalidSubmission, match=r"holds no notebook .* \(found: scan\.pdf\)"):
         read_submission(found["S_3"], written_ids=[])
-    assert sorted((s.path.name, s.reason) for s in skipped) == [
+    assert {s.path.name for s in skipped if s.ignored} == {"__MACOSX", "submission_metadata.yml"}
+    assert sorted((s.path.name, s.reason) for s in skipped if not s.ignored) == [
         ("submission_104", "an older submission by 1815 (submission_101 is graded)"),
         ("submission_105", "listed in submission_metadata.yml, but the export holds no folder submission_105"),
     ]
@@ -224,7 +226,7 @@ def test_lms_csv_and_a_gradescope_export_graded_end_to_end(tmp_path: Path) -> No
     assert any("group submission submission_102" in n for n in results["2002"].notes)
     assert results["S_3"].status == "invalid" and results["S_3"].score == 0
     assert "found: scan.pdf" in results["S_3"].reason
-    assert {s.path.name for s in run.skipped} == {"submission_104", "submission_105"}
+    assert {s.path.name for s in run.skipped if not s.ignored} == {"submission_104", "submission_105"}
     with open(out / "lms.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["student_id", "score", "out_of"]

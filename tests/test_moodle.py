@@ -60,7 +60,8 @@ def test_folder_form_one_submission_per_participant_with_name_and_origin(tmp_pat
     assert any("scratch.py" in note for note in li.notes)
     assert by_id["105"].submitted_at.timestamp() == DOWNLOADED  # the zip's time: no lateness in the download
     reasons = {p.name: reason for p, reason in ((s.path, s.reason) for s in skipped)}
-    assert set(reasons) == {"grading notes.txt", "Kim Lee_107_assignsubmission_file"}
+    assert set(reasons) == {"grading notes.txt", "Kim Lee_107_assignsubmission_file",
+                            "Kim Lee_107_assignsubmission_onlinetext"}
     assert "not named as Moodle names" in reasons["grading notes.txt"]
     assert "participant 107 (Kim Lee)" in reasons["Kim Lee_107_assignsubmission_file"]
     assert "onlinetext.html" in reasons["Kim Lee_107_assignsubmission_file"]
@@ -110,7 +111,8 @@ def result(student: str, score: float, status: str = "graded") -> SubmissionResu
 
 def test_without_a_worksheet_the_columns_moodles_importer_matches(tmp_path: Path) -> None:
     submissions, _ = discover(copy_download(FIXTURES / "flat", tmp_path / "flat"))
-    sheet, _zip = write_moodle_exports(tmp_path / "out", submissions, [result("101", 62.5), result("102", 100.0)])
+    sheet, _zip = (p.path for p in write_moodle_exports(tmp_path / "out", submissions,
+                                                         [result("101", 62.5), result("102", 100.0)]))
     assert sheet == tmp_path / "out" / "moodle" / "grading-worksheet.csv"
     header = sheet.read_text(encoding="utf-8").splitlines()[0]
     assert header == "Identifier,Full name,Grade,Maximum Grade,Last modified (grade),Feedback comments"
@@ -130,7 +132,7 @@ def test_a_flat_download_gets_its_reports_back_after_each_prefix(tmp_path: Path)
         (out / "students" / student).mkdir(parents=True)
         (out / "students" / student / "report.html").write_text(f"<p>{student}</p>", encoding="utf-8")
         (out / "students" / student / "instructor.html").write_text("secret", encoding="utf-8")
-    _, feedback = write_moodle_exports(out, submissions, [result("101", 62.5), result("102", 100.0)])
+    _, feedback = (p.path for p in write_moodle_exports(out, submissions, [result("101", 62.5), result("102", 100.0)]))
     with zipfile.ZipFile(feedback) as archive:
         assert {name: archive.read(name) for name in archive.namelist()} == {
             "Ana Díaz_101_assignsubmission_file_report.html": b"<p>101</p>",
@@ -150,7 +152,8 @@ def test_the_worksheets_maximum_grade_rescales_the_score(tmp_path: Path) -> None
     ten = tmp_path / "ten.csv"
     ten.write_text((FIXTURES / "worksheet.csv").read_text(encoding="utf-8").replace(",100.00,", ",10.00,"),
                    encoding="utf-8")
-    sheet, _ = write_moodle_exports(tmp_path / "out", submissions, [result("101", 62.5)], worksheet=ten)
+    sheet, _ = (p.path for p in write_moodle_exports(tmp_path / "out", submissions, [result("101", 62.5)],
+                                                      worksheet=ten))
     assert rows(sheet)[0]["Grade"] == "6.25"  # Moodle skips a grade above its maximum
 
 
@@ -164,8 +167,10 @@ def test_round_trip_grade_a_moodle_download_and_fill_in_its_worksheet(tmp_path: 
     assert results["101"].score == results["101"].max_score == 100
     assert results["102"].score < 100 and results["108"].score == 0
     written = write_moodle_exports(out, submissions, run.results, worksheet=FIXTURES / "worksheet.csv")
-    sheet, feedback = written
-    assert written == [out / "moodle" / "grading-worksheet.csv", out / "moodle" / "feedback.zip"]
+    sheet, feedback = (p.path for p in written)
+    assert [p.path for p in written] == [out / "moodle" / "grading-worksheet.csv", out / "moodle" / "feedback.zip"]
+    assert [sorted(p.placed, key=int) for p in written] == [GRADED, GRADED]  # every graded participant, both files
+    assert not any(p.not_placed for p in written)
 
     before, after = rows(FIXTURES / "worksheet.csv"), rows(sheet)
     assert list(after[0]) == list(before[0])  # every column, in Moodle's order

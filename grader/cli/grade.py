@@ -88,8 +88,9 @@ def _grade(args: argparse.Namespace) -> int:
         if run.unchanged else ""
     if args.student:
         unchanged = f", {len(run.unchanged)} reported from the gradebook; of all {len(run.summaries)}"
+    skipped = [s for s in run.skipped if not s.ignored]
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
-          f"{len(run.summaries) - graded} could not run fully, {len(run.skipped)} file(s) skipped.")
+          f"{len(run.summaries) - graded} could not run fully, {len(skipped)} file(s) skipped.")
     if run.regraded:
         print(f"  graded again in a fresh process, the grader having failed on them once: {', '.join(run.regraded)}")
     print(run.rendering.summary())
@@ -100,8 +101,6 @@ def _grade(args: argparse.Namespace) -> int:
     if run.held_back:
         print(f"  not graded (--student), new or changed since their stored result: {', '.join(run.held_back)}; "
               "grade again without --student to include them")
-    for skipped in run.skipped:
-        print(f"  skipped {skipped.path}: {skipped.reason}")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
     _print_adjustments(run)
     if run.job_processes:
@@ -113,10 +112,16 @@ def _grade(args: argparse.Namespace) -> int:
     for platform, folder in (("Moodle", out.moodle), ("Canvas", out.canvas)):
         if folder.is_dir():
             print(f"For {platform}: {folder.resolve()} (docs/grading.md says which uploads to do)")
+    if run.accounting is not None:
+        for line in run.accounting.lines():
+            print(line)
     print(f"Dashboard: {run.dashboard.resolve()}")
     if run.internal_errors:
         print(f"error: the grader failed on {run.internal_errors} check(s); see the reports", file=sys.stderr)
         return 3
+    if run.accounting is not None and (error := run.accounting.error()) is not None:
+        print(f"error: {error.message}", file=sys.stderr)
+        return error.exit_code
     return 0
 
 

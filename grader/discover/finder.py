@@ -16,7 +16,7 @@ from grader.errors import ConfigurationError
 
 KINDS = {".ipynb": "notebook", ".py": "python"}
 WHAT = {"notebook": "notebook (.ipynb)", "python": "Python file (.py)"}  # as messages name the file to submit
-IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git"}
+IGNORED_DIRS = {"__pycache__", ".ipynb_checkpoints", ".git", "__MACOSX"}  # never a student's (inventory.py lists them)
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,19 @@ class Submission:
     # value) pairs such as ("moodle_folder", "Ana Díaz_1234_assignsubmission_file_") or ("canvas_user", "5678").
     name: str = ""
     origin: tuple[tuple[str, str], ...] = ()
+    # The student's other files found beside the one graded (older ones, a PDF beside the notebook): not graded, and
+    # accounted for as theirs (pipeline/accounting.py).
+    also: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)
 class Skipped:
+    """Something found in the submissions folder and not graded, with why. ``ignored``: what every download or
+    folder holds besides submissions (macOS's ``__MACOSX``, ``.DS_Store``, a README), counted and listed apart."""
+
     path: Path
     reason: str
+    ignored: bool = False
 
 
 def _kind(path: Path) -> str | None:
@@ -160,4 +167,4 @@ def choose_submission(student: str, files: list[Path], *, directory: Path, submi
         notes = (*notes, f"{len(files)} files found for {student}; graded {which}, "
                          f"{chosen.relative_to(directory)} (not {others})")
     return Submission(student, chosen, _kind(chosen) or "python", submitted_at or modified_at(chosen), notes,
-                      problems[chosen])
+                      problems[chosen], also=tuple(files[:-1]))

@@ -19,6 +19,7 @@ its ``timestamp.txt`` files; else flat.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +28,11 @@ from grader.discover.canvas import EXPECTED as CANVAS_EXPECTED
 from grader.discover.canvas import canvas_download_in, discover_canvas
 from grader.discover.finder import IGNORED_DIRS, Skipped, Submission, discover_flat
 from grader.discover.gradescope_export import METADATA, discover_gradescope_export
+from grader.discover.inventory import Entry, inventory
 from grader.discover.moodle import EXPECTED, discover_moodle, moodle_download_in
 from grader.discover.nbgrader import TIMESTAMP, discover_nbgrader
 from grader.errors import ConfigurationError
+from grader.names import student_id
 
 FLAT, NBGRADER, GRADESCOPE, MOODLE, CANVAS = "flat", "nbgrader", "gradescope", "moodle", "canvas"
 # Folders an unpacked zip may hold beside what it carries (macOS's resource forks).
@@ -149,12 +152,53 @@ def detect_layout(directory: Path, layout: str = "auto") -> Layout:
     raise AssertionError("not reached: flat, the last kind, takes any folder")
 
 
-def discover(directory: Path, *, layout: str | Layout = "auto",
-             assignment: str | None = None) -> tuple[list[Submission], list[Skipped]]:
+@dataclass(frozen=True)
+class Discovery:
+    """A submissions folder as read: a submission per student, everything not graded with why, and every entry of
+    the folder with what became of it (inventory.py)."""
+
+    layout: Layout
+    submissions: list[Submission]
+    skipped: list[Skipped]
+    entries: list[Entry]
+
+
+def _one_per_student(submissions: list[Submission]) -> list[Submission]:
+    """Ids in Unicode NFC (``grader.names.student_id``); two submissions whose ids differ only in normalisation (a
+    name typed on macOS and on Linux) are one student's, graded on the newer."""
+    by_student: dict[str, list[Submission]] = {}
+    for submission in submissions:
+        normal = student_id(submission.student)
+        by_student.setdefault(normal, []).append(dataclasses.replace(submission, student=normal))
+    kept: list[Submission] = []
+    for student, theirs in by_student.items():
+        theirs.sort(key=lambda s: (not s.problem, s.submitted_at, s.kind == "notebook", str(s.path)))
+        chosen, others = theirs[-1], theirs[:-1]
+        if others:
+            note = (f"{len(theirs)} submissions found for {student} (the same name in other Unicode forms); graded "
+                    f"the newest, {chosen.path.name} (not {', '.join(s.path.name for s in others)})")
+            chosen = dataclasses.replace(chosen, notes=(*chosen.notes, note),
+                                         also=(*chosen.also, *(s.path for s in others)))
+        kept.append(chosen)
+    return sorted(kept, key=lambda s: s.student)
+
+
+def discover_all(directory: Path, *, layout: str | Layout = "auto", assignment: str | None = None) -> Discovery:
     """Every submission in ``directory``, one per student, in the given layout (``auto``: detected; a ``Layout``
-    that ``detect_layout`` already found is used as it is, so a run looks at the folder once).
+    that ``detect_layout`` already found is used as it is, so a run looks at the folder once), and the account of
+    every entry in it: whatever is not graded is listed with why, never passed over in silence.
 
     ``assignment`` picks nbgrader's assignment folder (``submitted/<student>/<assignment>/``).
     """
     found = layout if isinstance(layout, Layout) else detect_layout(directory, layout)
-    return _BY_NAME[found.name].discover(found.folder, directory, assignment)
+    submissions, skipped = _BY_NAME[found.name].discover(found.folder, directory, assignment)
+    submissions = _one_per_student(submissions)
+    entries, unread = inventory(directory, found.folder, found.name, submissions, skipped)
+    return Discovery(found, submissions, [*skipped, *unread], entries)
+
+
+def discover(directory: Path, *, layout: str | Layout = "auto",
+             assignment: str | None = None) -> tuple[list[Submission], list[Skipped]]:
+    """``discover_all``'s submissions and skipped entries (ignored ones included, marked ``ignored``)."""
+    found = discover_all(directory, layout=layout, assignment=assignment)
+    return found.submissions, found.skipped

@@ -37,7 +37,8 @@ def _named(name: str) -> re.Match[str] | None:
 
 
 def _entries(directory: Path) -> list[Path]:
-    return [p for p in sorted(directory.iterdir()) if not p.name.startswith(".")
+    # A participant's full name may begin with a dot (Moodle keeps it): their files are named, not hidden.
+    return [p for p in sorted(directory.iterdir()) if (_named(p.name) or not p.name.startswith("."))
             and p.name not in IGNORED_DIRS | _CLUTTER]
 
 
@@ -62,7 +63,7 @@ class _Participant:
     gradable: list[Path] = dataclasses.field(default_factory=list)
     others: list[Path] = dataclasses.field(default_factory=list)  # files no layout grades (onlinetext.html, a PDF)
     where: dict[Path, str] = dataclasses.field(default_factory=dict)  # each gradable file -> its folder or prefix
-    first: Path | None = None
+    entries: list[Path] = dataclasses.field(default_factory=list)  # their folders or files in the download
 
 
 def discover_moodle(folder: Path, *, directory: Path) -> tuple[list[Submission], list[Skipped]]:
@@ -78,7 +79,7 @@ def discover_moodle(folder: Path, *, directory: Path) -> tuple[list[Submission],
             skipped.append(Skipped(entry, f"not named as Moodle names a participant's files ({EXPECTED}...)"))
             continue
         who = participants.setdefault(match["id"], _Participant(match["name"].strip()))
-        who.first = who.first or entry
+        who.entries.append(entry)
         if entry.is_dir() and not link_problem(entry, entry.name, root):
             found = candidates(entry)
             who.gradable.extend(found)
@@ -94,10 +95,11 @@ def discover_moodle(folder: Path, *, directory: Path) -> tuple[list[Submission],
     for ident, who in sorted(participants.items(), key=lambda item: int(item[0])):
         if not who.gradable:
             found = ", ".join(str(p.relative_to(folder)) for p in who.others) or "nothing"
-            skipped.append(Skipped(who.first or folder, f"participant {ident} ({who.name}) submitted no notebook "
-                                                         f"(.ipynb) or Python file (.py) (found: {found})"))
+            skipped += [Skipped(entry, f"participant {ident} ({who.name}) submitted no notebook (.ipynb) or Python "
+                                       f"file (.py) (found: {found})") for entry in who.entries]
             continue
         chosen = choose_submission(ident, who.gradable, directory=directory)
         origin = ((PARTICIPANT, ident), (FOLDER, who.where[chosen.path]), (NAME, who.name))
-        submissions.append(dataclasses.replace(chosen, name=who.name, origin=origin))
+        submissions.append(dataclasses.replace(chosen, name=who.name, origin=origin,
+                                               also=(*chosen.also, *who.others)))
     return submissions, skipped

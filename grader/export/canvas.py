@@ -26,6 +26,7 @@ import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
@@ -33,6 +34,7 @@ from grader.errors import ConfigurationError
 from grader.files import atomic_writer, write_text_atomic
 from grader.points import decimal
 from grader.record.output import CANVAS, OutputFolder
+from grader.record.placed import Placed
 from grader.results import SubmissionResult
 
 CANVAS_DIR = CANVAS
@@ -119,10 +121,31 @@ def _not_a_student(row: list[str]) -> bool:
     return all(re.fullmatch(r"\s*(Muted|Manual Posting.*)?\s*", cell, re.IGNORECASE) for cell in row)
 
 
+class Filled(NamedTuple):
+    text: str  # the gradebook to import
+    column: str  # the header of the column filled
+    missing: list[str]  # user ids graded and not found in it
+    reread: list[str]  # ID cells a spreadsheet had rewritten ("3001.0"), written back as Canvas's ids
+    students: int  # student rows in it
+
+
+# What a spreadsheet makes of an all-digit id it re-saves: a number with a decimal point ("3001.0", "3001,00").
+_RESAVED = re.compile(r"(?P<id>\d+)[.,]0+")
+
+
+def _canvas_id(cell: str) -> tuple[str, bool]:
+    """The user id an ID cell holds, and whether it had to be read through a spreadsheet's re-save."""
+    text = cell.strip()
+    if (match := _RESAVED.fullmatch(text)) is not None:
+        return match["id"], True
+    return text, False
+
+
 def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | None = None,
-                   names: Sequence[str] = ()) -> tuple[str, str, list[str]]:
+                   names: Sequence[str] = ()) -> Filled:
     """Canvas's gradebook export ``gradebook`` with one assignment column set to ``scores`` (user id -> score), as
-    text; with the column filled and the user ids not found in it."""
+    text; with the column filled, the user ids not found in it, and the ID cells read through a re-save (each is
+    written back as the plain id Canvas matches on)."""
     rows, delimiter, newline, bom = _read_gradebook(gradebook)
     header = rows[0]
     index = _pick_column(header, column=column, names=names, gradebook=gradebook)
@@ -132,17 +155,23 @@ def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | N
         raise ConfigurationError(f"{gradebook}: the column {header[index]!r} is read-only in Canvas (its Points "
                                  "Possible cell says so): Canvas would ignore the scores")
     filled: list[str] = []
+    reread: list[str] = []
+    students = 0
     for row in rows[1:]:
         if _not_a_student(row) or len(row) <= max(index, id_column):
             continue
-        user = row[id_column].strip()
+        students += 1
+        user, resaved = _canvas_id(row[id_column])
+        if resaved:
+            reread.append(row[id_column].strip())
+            row[id_column] = user
         if user in scores:
             row[index] = decimal(scores[user])  # as lms.csv writes it
             filled.append(user)
     missing = sorted(set(scores) - set(filled), key=lambda u: (len(u), u))
     buffer = io.StringIO()
     csv.writer(buffer, delimiter=delimiter, lineterminator=newline).writerows(rows)
-    return ("\ufeff" if bom else "") + buffer.getvalue(), header[index], missing
+    return Filled(("\ufeff" if bom else "") + buffer.getvalue(), header[index], missing, reread, students)
 
 
 def feedback_name(submission: Submission) -> str | None:
@@ -165,73 +194,91 @@ def _write_zip(path: Path, members: dict[str, Path]) -> None:
             archive.writestr(info, members[name].read_bytes())
 
 
+def _who(submission: Submission | None, student: str) -> str:
+    name = _origin(submission, "canvas_name") if submission else ""
+    return f"user {student} ({name})" if name else f"user {student}"
+
+
 def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], results: Sequence[SubmissionResult], *,
                          gradebook: Path | None, column: str | None = None,
-                         title: str | None = None) -> list[Path]:
+                         title: str | None = None) -> list[Placed]:
     """Write OUT/canvas/: gradebook-import.csv (only with the instructor's ``gradebook`` export; ``column`` names
     the assignment's column, else the one titled like the assignment: ``title`` or its name), feedback.zip and
-    README.txt. Returns the files written; README.txt says what was left out and why."""
+    README.txt. Returns what the gradebook and the zip placed (the gradebook's ``absent`` says why it was not
+    written); README.txt says the same for whoever uploads the files."""
     folder = out_dir / CANVAS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     by_student = {s.student: s for s in submissions}
-    written: list[Path] = []
     lines = ["Canvas exports of this run (see the grader's README, \"Grading your class\").", ""]
 
     # Grades: Canvas's user id is the student id a Canvas download gives; anything else cannot be matched.
     scores: dict[str, float] = {}
-    unmatched: list[str] = []
+    unmatched: list[tuple[str, str, str]] = []
     for result in results:
         submission = by_student.get(result.student)
         user = _origin(submission, "canvas_user") if submission else ""
         if user:
             scores[user] = result.score
         else:
-            unmatched.append(result.student)
+            unmatched.append((result.student, result.student, "not from a Canvas download: no Canvas user id"))
+    label = f"{CANVAS_DIR}/{GRADEBOOK}"
     if gradebook is None:
         (folder / GRADEBOOK).unlink(missing_ok=True)  # an earlier run's file would pass for this run's grades
+        grades = Placed(None, label, 0, absent="no Canvas gradebook export was given (--canvas-gradebook FILE)")
         lines += ["No gradebook-import.csv: no Canvas gradebook export was given (--canvas-gradebook FILE).",
                   "Canvas imports grades only into its own export's columns; export it (Grades > Export > Export",
                   "Entire Gradebook) and run again with it.", ""]
     else:
         names = [n for n in (title, results[0].assignment if results else None) if n]
-        text, chosen, missing = fill_gradebook(gradebook, scores, column=column, names=names)
+        filled = fill_gradebook(gradebook, scores, column=column, names=names)
         target = folder / GRADEBOOK
-        write_text_atomic(target, text)
-        written.append(target)
-        lines += [f"{GRADEBOOK}: {gradebook.name} with the column {chosen!r} filled for {len(scores) - len(missing)}"
+        write_text_atomic(target, filled.text)
+        missing = set(filled.missing)
+        placed = tuple(sorted((u for u in scores if u not in missing), key=lambda u: (len(u), u)))
+        absent = [(user, _who(by_student.get(user), user),
+                   f"not in the gradebook given ({gradebook.name}): dropped the course, another section's export, or "
+                   "an export older than their enrolment; export the gradebook again") for user in filled.missing]
+        warnings = (f"{len(filled.reread)} ID cell(s) of {gradebook.name} were numbers a spreadsheet had re-saved "
+                    f"({', '.join(filled.reread[:5])}{', ...' if len(filled.reread) > 5 else ''}): read and written "
+                    "back as Canvas's ids",) if filled.reread else ()
+        grades = Placed(target, label, len(placed), placed, (*absent, *unmatched), warnings,
+                        others=filled.students - len(placed))
+        lines += [f"{GRADEBOOK}: {gradebook.name} with the column {filled.column!r} filled for {len(placed)}"
                   " students; every other cell as exported.",
                   "Upload it in Grades > Import, check the changes Canvas lists, then Upload Data.", ""]
-        if missing:
+        if filled.missing:
             lines += ["Graded but not in the gradebook (dropped the course, or another section's export): "
-                      + ", ".join(missing), ""]
+                      + ", ".join(filled.missing), ""]
+        lines += [*warnings, *([""] if warnings else [])]
     if unmatched:
         lines += ["Not from a Canvas download (no Canvas user id), so not in the CSV or the zip: "
-                  + ", ".join(sorted(unmatched)), ""]
+                  + ", ".join(sorted(s for s, _, _ in unmatched)), ""]
 
     # Feedback: each student's own page, named so Canvas's re-upload finds their submission.
     members: dict[str, Path] = {}
-    no_report: list[str] = []
+    sent: list[str] = []
+    no_report: list[tuple[str, str, str]] = []
     for result in results:
         submission = by_student.get(result.student)
         name = feedback_name(submission) if submission else None
         report = OutputFolder(out_dir).student(result.student).report
         if name is None:
+            no_report.append((result.student, _who(submission, result.student),
+                              "the download named no user and attachment id for it, which Canvas matches on"))
             continue
         if not report.is_file():
-            no_report.append(result.student)
+            no_report.append((result.student, _who(submission, result.student), "no report.html was written"))
             continue
         members[name] = report
+        sent.append(result.student)
     target = folder / FEEDBACK
     _write_zip(target, members)
-    written.append(target)
     lines += [f"{FEEDBACK}: {len(members)} student pages (report.html), named as Canvas's download names the file",
               "graded, <lastfirst>[_LATE]_<user id>_<attachment id>_report.html. Upload it on the assignment's page:",
               "Re-Upload Submissions (right sidebar). Canvas adds each as a comment (\"See attached file\") on that",
               "student's submission; it matches the ids, so it must be the same attempt as the download graded.",
               "Canvas may show the attached page under the name of the student's own file.", ""]
     if no_report:
-        lines += ["No report.html to send for: " + ", ".join(sorted(no_report)), ""]
-    target = folder / README
-    write_text_atomic(target, "\n".join(lines).rstrip("\n") + "\n")
-    written.append(target)
-    return written
+        lines += ["No report.html to send for: " + ", ".join(sorted(s for s, _, _ in no_report)), ""]
+    write_text_atomic(folder / README, "\n".join(lines).rstrip("\n") + "\n")
+    return [grades, Placed(target, f"{CANVAS_DIR}/{FEEDBACK}", len(members), tuple(sent), tuple(no_report))]

@@ -17,6 +17,7 @@ instructor's page.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import html
 import io
 import re
@@ -29,7 +30,8 @@ from grader.discover.moodle import FOLDER, PARTICIPANT
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer, write_text_atomic
 from grader.points import decimal
-from grader.record.output import OutputFolder
+from grader.record.output import MOODLE, OutputFolder
+from grader.record.placed import Placed
 from grader.results import GRADED, SubmissionResult
 
 # The worksheet's headers as Moodle (English) writes them (mod/assign/gradingtable.php, lang/en/assign.php).
@@ -99,16 +101,27 @@ def _csv(rows: list[list[str]]) -> str:
     return buffer.getvalue()
 
 
+def _in_order(graded: dict[str, tuple[Submission, SubmissionResult]]) -> list[tuple[str, tuple[Submission,
+                                                                                              SubmissionResult]]]:
+    return sorted(graded.items(), key=lambda item: int(item[0]))
+
+
 def _minimal_worksheet(graded: dict[str, tuple[Submission, SubmissionResult]]) -> str:
     rows = [list(MINIMAL)]
-    for ident, (submission, result) in sorted(graded.items(), key=lambda item: int(item[0])):
+    for ident, (submission, result) in _in_order(graded):
         grade, maximum = _scaled(result, None)
         rows.append([PARTICIPANT_PREFIX + ident, submission.name, _number(grade), _number(maximum), "-",
                      _comment(result, grade, maximum)])
     return _csv(rows)
 
 
-def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, SubmissionResult]]) -> str:
+def _who(submission: Submission) -> str:
+    return f"Participant {_participant(submission)} ({submission.name})" if submission.name \
+        else f"Participant {_participant(submission)}"
+
+
+def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, SubmissionResult]],
+                      label: str) -> tuple[str, Placed]:
     try:
         raw = worksheet.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -122,12 +135,15 @@ def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, Submi
                                  f"{', '.join(repr(m) for m in missing)} column (download it again from the "
                                  "assignment's \"Download grading worksheet\", with the site in English)")
     column = {name: header.index(name) for name in header}
+    filled: dict[str, int] = {}  # participant id -> rows filled (a worksheet names each participant once)
+    others = 0
     for row in rows[1:]:
         if len(row) <= column[IDENTIFIER]:
             continue
         # Moodle's importer takes what follows its "Participant " prefix; the digits are that, in any language.
         match = re.search(r"(\d+)\s*$", row[column[IDENTIFIER]])
         if match is None or match[1] not in graded:
+            others += match is not None
             continue  # no submission graded here: Moodle keeps what it has
         row.extend([""] * (len(header) - len(row)))
         _submission, result = graded[match[1]]
@@ -135,7 +151,17 @@ def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, Submi
         row[column[GRADE]] = _number(grade)
         if COMMENTS in column:
             row[column[COMMENTS]] = _comment(result, grade, maximum)
-    return bom + _csv(rows)
+        filled[match[1]] = filled.get(match[1], 0) + 1
+    not_placed = tuple(
+        (result.student, _who(submission),
+         f"not in the worksheet given ({worksheet.name}): download the grading worksheet again (a participant who "
+         "joined after it was downloaded is not in it) and grade again, or enter the grade in Moodle")
+        for ident, (submission, result) in sorted(graded.items(), key=lambda item: int(item[0]))
+        if ident not in filled)
+    twice = [f"Participant {ident} is in the worksheet {n} times; every row was filled"
+             for ident, n in sorted(filled.items()) if n > 1]
+    placed = tuple(graded[ident][1].student for ident in sorted(filled, key=int))
+    return bom + _csv(rows), Placed(None, label, sum(filled.values()), placed, not_placed, tuple(twice), others)
 
 
 def _write_zip(path: Path, members: list[tuple[str, bytes]]) -> None:
@@ -148,18 +174,25 @@ def _write_zip(path: Path, members: list[tuple[str, bytes]]) -> None:
 
 
 def write_moodle_exports(out_dir: Path, submissions: Sequence[Submission], results: Sequence[SubmissionResult], *,
-                         worksheet: Path | None = None) -> list[Path]:
+                         worksheet: Path | None = None) -> list[Placed]:
     """Write ``out_dir/moodle/grading-worksheet.csv`` and ``out_dir/moodle/feedback.zip`` (each participant's
     ``out_dir/students/<id>/report.html`` in their download folder) for the submissions of a Moodle download and
     their results; ``worksheet``: the grading worksheet downloaded from Moodle, whose rows are filled in. Returns
-    the files written."""
+    what each file placed: a graded participant missing from the worksheet is named there, as not placed."""
     graded = _graded(submissions, results)
     folder = OutputFolder(out_dir).moodle
     sheet = folder / "grading-worksheet.csv"
-    text = _filled_worksheet(worksheet, graded) if worksheet is not None else _minimal_worksheet(graded)
+    label = f"{MOODLE}/{sheet.name}"
+    if worksheet is not None:
+        text, placed = _filled_worksheet(worksheet, graded, label)
+    else:
+        text = _minimal_worksheet(graded)
+        placed = Placed(None, label, len(graded), tuple(r.student for _, (_, r) in _in_order(graded)))
     write_text_atomic(sheet, text)
     members = []
-    for _ident, (submission, result) in sorted(graded.items(), key=lambda item: int(item[0])):
+    pages: list[str] = []
+    no_page: list[tuple[str, str, str]] = []
+    for _ident, (submission, result) in _in_order(graded):
         report = OutputFolder(out_dir).student(result.student).report
         where = dict(submission.origin).get(FOLDER)
         if where and report.is_file():
@@ -167,6 +200,11 @@ def write_moodle_exports(out_dir: Path, submissions: Sequence[Submission], resul
             # download, which Moodles before 3.1 import only as file names).
             folder_form = where in submission.path.parts[:-1]
             members.append((f"{where}/{REPORT}" if folder_form else f"{where}{REPORT}", report.read_bytes()))
+            pages.append(result.student)
+        else:
+            why = "the download named no folder for them" if not where else f"no {REPORT} was written for them"
+            no_page.append((result.student, _who(submission), why))
     feedback = folder / "feedback.zip"
     _write_zip(feedback, members)
-    return [sheet, feedback]
+    return [dataclasses.replace(placed, path=sheet),
+            Placed(feedback, f"{MOODLE}/{feedback.name}", len(members), tuple(pages), tuple(no_page))]

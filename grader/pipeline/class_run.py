@@ -23,15 +23,23 @@ from pathlib import Path
 from grader.adjust import AdjustmentReport, Adjustments, DeadlineRule, LateOverride, deadline_rule
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
-from grader.discover import Skipped, Submission, detect_layout, discover
+from grader.discover import Skipped, Submission, detect_layout, discover_all
+from grader.discover.inventory import Entry
 from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.files import remove_partial_writes, write_text_atomic
 from grader.paths import SOLUTIONS_DIR
+from grader.pipeline.accounting import (
+    Accounting,
+    pages_placed,
+    read_student_folders,
+    write_accounting,
+    write_student_folders,
+)
 from grader.pipeline.backends import choose_backend, fresh_process
 from grader.pipeline.fingerprint import grading_fingerprint
-from grader.pipeline.handback import Handback, similarity, write_platform_files
+from grader.pipeline.handback import Handback, check_handback, similarity, write_platform_files
 from grader.pipeline.recorder import Progress, Recorder, grader_failed
 from grader.pipeline.resume import ResumePlan, check_students, plan_resume
 from grader.pipeline.settings import PagesSettings, RunSettings
@@ -65,6 +73,7 @@ class ClassRun:
     job_peak_mib: int = 0  # the largest of their peak memories
     adjustments: AdjustmentReport = field(default_factory=AdjustmentReport)  # manual marks, late penalties
     regraded: tuple[str, ...] = ()  # students the grader failed on once, graded again in a fresh process
+    accounting: Accounting | None = None  # what the run found, graded and wrote (accounting.py)
 
     @functools.cached_property
     def results(self) -> tuple[SubmissionResult, ...]:
@@ -106,10 +115,13 @@ class RunChoices:
 
 @dataclass(frozen=True)
 class Found:
-    """The class as discovered: a submission per student, and the files skipped."""
+    """The class as discovered: a submission per student, the files skipped, and every entry of the folder."""
 
     submissions: list[Submission]
     skipped: list[Skipped]
+    entries: list[Entry] = field(default_factory=list)
+    folder: Path = Path()
+    layout: str = ""
 
     @functools.cached_property
     def by_student(self) -> dict[str, Submission]:
@@ -141,8 +153,10 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     found_layout = detect_layout(submissions_dir, layout)
     if started is not None:
         started(layers, found_layout)
-    found = Found(*discover(submissions_dir, layout=found_layout, assignment=spec.name))
+    discovery = discover_all(submissions_dir, layout=found_layout, assignment=spec.name)
+    found = Found(discovery.submissions, discovery.skipped, discovery.entries, submissions_dir, found_layout.name)
     check_students(students, found.submissions, submissions_dir)
+    check_handback(handback or Handback(), found.submissions)
     settings = RunSettings(assignment=spec.name, root=submissions_dir,
                            solutions_dir=spec.folder.parent if spec.folder is not None else solutions_dir,
                            device=device, limits=limits, sandbox=layers.mode,
@@ -172,7 +186,7 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Found, out: Ou
         stack.callback(backend.close)
         recorder = Recorder(book, spec, root=settings.root, fingerprint=settings.fingerprint, out=out,
                             adjust=adjust, clock=clock, submissions=found.by_student, progress=choices.progress,
-                            to_grade=len(plan.to_grade))
+                            to_grade=len(plan.to_grade), folders=read_student_folders(out))
         for stored in plan.reused:  # reported again before the back-end's results are taken
             recorder.report_again(stored)
         failed = recorder.take(backend.grade(plan.to_grade, clock))
@@ -194,17 +208,25 @@ def _finish(spec: Assignment, found: Found, out: OutputFolder, choices: RunChoic
     results = sorted(recorder.summaries, key=lambda r: r.student)
     # manual.csv written again, marks kept (also of students held back by --student, who have no result here)
     adjusted = adjust.finish(results, missing=(*plan.missing, *plan.held_back))
-    write_grades_csv(out.grades_csv, results, submissions=found.by_student)
-    write_lms_csv(out.lms_csv, results)
-    write_platform_files(out.path, found.submissions, results, choices.handback, title=spec.title)
+    students = tuple(r.student for r in results)
+    write_student_folders(out, [*students, *plan.missing, *plan.held_back])
+    pages, pages_missing = pages_placed(out, students)
+    files = [write_grades_csv(out.grades_csv, results, submissions=found.by_student),
+             write_lms_csv(out.lms_csv, results), pages,
+             *write_platform_files(out.path, found.submissions, results, choices.handback, title=spec.title)]
+    accounting = Accounting(str(found.folder), found.layout, tuple(found.entries), students,
+                            graded_now=len(results) - len(plan.reused), reused=len(plan.reused),
+                            held_back=plan.held_back, missing=plan.missing, files=tuple(files),
+                            pages_missing=pages_missing)
+    write_accounting(out, accounting)
     similar = similarity(out.path, spec.name, found.submissions, choices.handback, title=spec.title)
     started = time.perf_counter()
     dashboard = render_dashboard(results, title=spec.title, skipped=found.skipped, max_score=spec.max_score,
-                                 similarity=similar)
+                                 similarity=similar, accounting=accounting)
     times = dataclasses.replace(recorder.times, dashboard_s=time.perf_counter() - started)
     write_text_atomic(out.dashboard, dashboard)
     return ClassRun(spec.name, out.path, tuple(results), tuple(found.skipped),
                     unchanged=tuple(sorted(r.student for r in plan.reused)), missing=plan.missing,
                     rendering=times, held_back=plan.held_back, stages=clock.snapshot(recorder.graded),
                     adjustments=adjusted, job_processes=processes[0], job_peak_mib=processes[1],
-                    regraded=tuple(sorted(s.student for s in regraded)))
+                    regraded=tuple(sorted(s.student for s in regraded)), accounting=accounting)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.discover.finder import Submission
+from grader.errors import ConfigurationError
+from grader.record.placed import Placed
 from grader.results import SubmissionResult
 from grader.similar import SimilarityReport, write_similarity
 from grader.similar.pages import DEFAULT_THRESHOLD
@@ -29,10 +31,23 @@ def platform_of(submissions: Sequence[Submission]) -> str:
     return "moodle" if "moodle_participant" in keys else "canvas" if "canvas_user" in keys else ""
 
 
+def check_handback(settings: Handback, submissions: Sequence[Submission]) -> None:
+    """Refuse, before anything is graded, a platform file given for submissions that are not that platform's: its
+    grades could never be placed."""
+    platform = platform_of(submissions)
+    for given, option, wanted in ((settings.moodle_worksheet, "--moodle-worksheet", "moodle"),
+                                  (settings.canvas_gradebook, "--canvas-gradebook", "canvas")):
+        if given is not None and submissions and platform != wanted:
+            found = f"a {platform.title()} download" if platform else "no course platform's download"
+            raise ConfigurationError(f"{option} {given} was given, but the submissions are {found}: its grades "
+                                     f"could not be placed (grade the {wanted.title()} download it belongs to, with "
+                                     f"--layout {wanted})")
+
+
 def write_platform_files(out_dir: Path, submissions: Sequence[Submission], results: Sequence[SubmissionResult],
-                         settings: Handback, *, title: str) -> list[Path]:
+                         settings: Handback, *, title: str) -> list[Placed]:
     """The platform's imports, written after the class is graded: OUT/moodle/ or OUT/canvas/ (nothing for a
-    download of no platform)."""
+    download of no platform); what each placed."""
     platform = platform_of(submissions)
     if platform == "moodle":
         from grader.export.moodle import write_moodle_exports

@@ -33,8 +33,11 @@ class Recorder:
 
     def __init__(self, book: Gradebook, spec: Assignment, *, root: Path, fingerprint: str, out: OutputFolder,
                  adjust: Adjustments, clock: StageClock, submissions: Mapping[str, Submission],
-                 progress: Progress | None, to_grade: int) -> None:
+                 progress: Progress | None, to_grade: int, folders: Mapping[str, str] | None = None) -> None:
         self.book, self.spec, self.root, self.fingerprint, self.out = book, spec, root, fingerprint, out
+        # The folders an earlier run wrote each student's files to (OUT/student-folders.json): a reused result's
+        # pages are written again unless they are where this run puts them.
+        self.folders = folders or {}
         self.adjust, self.clock, self.submissions = adjust, clock, submissions
         self.progress, self.to_grade = progress, to_grade
         self.summaries: list[SubmissionResult] = []
@@ -74,7 +77,8 @@ class Recorder:
         those changed it or a page is missing (the stored one is read whole only then)."""
         submission = self.submissions.get(stored.student)
         adjusted = self.adjust.apply(stored, submission)
-        if adjusted == stored and self.out.student(stored.student).complete():
+        folder = self.out.student(stored.student)
+        if adjusted == stored and self.folders.get(stored.student) == folder.path.name and folder.complete():
             self.summaries.append(adjusted)
             return
         whole = self.book.result(self.spec.name, stored.student)

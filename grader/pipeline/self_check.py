@@ -21,6 +21,7 @@ from grader.discover.finder import submission_file
 from grader.errors import ConfigurationError, InvalidSubmission
 from grader.execute import isolation
 from grader.files import write_text_atomic
+from grader.names import file_name
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission
 from grader.report import render_student_report
@@ -92,6 +93,6 @@ def check_submission(*, path: Path, out_dir: Path, assignment: str | None = None
               for qid, title in unchecked]
     result = dataclasses.replace(result, notes=(*notes, *result.notes))
     title = f"{spec.title} · self-check"
-    report = out_dir / submission.student / "report.html"
+    report = out_dir / file_name(submission.student) / "report.html"  # a file named "...py" has the stem ".."
     write_text_atomic(report, render_student_report(result, title=title))
     return SelfCheck(result, spec.title, report, len(public.checks) < len(spec.checks), unchecked)

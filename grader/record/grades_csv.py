@@ -11,13 +11,14 @@ from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.files import write_text_atomic
 from grader.points import shown
+from grader.record.placed import Placed
 from grader.results import SubmissionResult
 
 LATE_COLUMNS = ("submitted_at", "deadline", "late_hours", "late_penalty")  # UTC times; hours after the deadline
 
 
 def write_grades_csv(path: Path, results: Sequence[SubmissionResult],
-                     submissions: Mapping[str, Submission] | None = None) -> None:
+                     submissions: Mapping[str, Submission] | None = None) -> Placed:
     """``score`` is the total: the checks' points, plus manual points, less the late penalty. Written questions
     worth points get a column each (empty until marked); when a deadline applies, four columns say when each
     submission came (UTC) and what lateness cost. From a course platform's download (``submissions``), the
@@ -47,3 +48,4 @@ def write_grades_csv(path: Path, results: Sequence[SubmissionResult],
                          *(() if not dated else ("", "", "", "") if late is None else
                            (late.submitted_at, late.deadline, f"{late.late_s / 3600:.2f}", f"{result.late_points:g}"))])
     write_text_atomic(path, buffer.getvalue())
+    return Placed(path, path.name, len(results), tuple(sorted(r.student for r in results)))

@@ -16,15 +16,17 @@ from pathlib import Path
 
 from grader.files import write_text_atomic
 from grader.points import decimal
+from grader.record.placed import Placed
 from grader.results import SubmissionResult
 
 HEADER = ("student_id", "score", "out_of")
 
 
-def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> None:
+def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> Placed:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(HEADER)
     for result in sorted(results, key=lambda r: r.student):
         writer.writerow([result.student, decimal(result.score), decimal(result.max_score)])
     write_text_atomic(path, buffer.getvalue())
+    return Placed(path, path.name, len(results), tuple(sorted(r.student for r in results)))

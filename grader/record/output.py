@@ -8,7 +8,10 @@
     OUT/manual.csv                  written answers to mark (read back, marks kept, by every run)
     OUT/extensions.csv              per-student deadlines (the instructor's, read only)
     OUT/.grader.lock                one grader at a time (output_lock.py)
-    OUT/students/<id>/              results.json (Gradescope's format), report.html, instructor.html
+    OUT/students/<name>/            results.json (Gradescope's format), report.html, instructor.html; <name> is
+                                    the student id as a file name (grader.names.file_name)
+    OUT/student-folders.json        which folder is whose: {student id: folder name}
+    OUT/accounting.json             what the run found, graded, skipped and wrote (pipeline/accounting.py)
     OUT/similar/                    the similar submissions' pages (instructor only)
     OUT/moodle/, OUT/canvas/        the platform's imports, after a Moodle or Canvas download
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.names import file_name
+
 GRADEBOOK = "gradebook.sqlite"
 DASHBOARD = "index.html"
 GRADES_CSV = "grades.csv"
@@ -28,6 +33,8 @@ MANUAL_CSV = "manual.csv"
 EXTENSIONS_CSV = "extensions.csv"
 LOCK = ".grader.lock"
 STUDENTS = "students"
+STUDENT_FOLDERS = "student-folders.json"
+ACCOUNTING = "accounting.json"
 SIMILAR = "similar"
 MOODLE = "moodle"
 CANVAS = "canvas"
@@ -40,7 +47,7 @@ STUDENT_FILES = (RESULTS_JSON, REPORT, INSTRUCTOR_REPORT)  # what every student'
 
 @dataclass(frozen=True)
 class StudentFolder:
-    """``OUT/students/<id>/``."""
+    """``OUT/students/<name>/``."""
 
     path: Path
 
@@ -96,6 +103,14 @@ class OutputFolder:
         return self.path / LOCK
 
     @property
+    def student_folders(self) -> Path:
+        return self.path / STUDENT_FOLDERS
+
+    @property
+    def accounting(self) -> Path:
+        return self.path / ACCOUNTING
+
+    @property
     def similar(self) -> Path:
         return self.path / SIMILAR
 
@@ -108,4 +123,5 @@ class OutputFolder:
         return self.path / CANVAS
 
     def student(self, student: str) -> StudentFolder:
-        return StudentFolder(self.path / STUDENTS / student)
+        """``OUT/students/<name>/``: the id is data, and becomes a folder name only through ``file_name``."""
+        return StudentFolder(self.path / STUDENTS / file_name(student))

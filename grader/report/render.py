@@ -22,6 +22,8 @@ from markupsafe import Markup
 
 from grader import points
 from grader.discover import Submission
+from grader.discover.inventory import fates
+from grader.names import file_name
 from grader.paths import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
@@ -30,6 +32,7 @@ from grader.results import GRADED, HIDDEN, PUBLIC, SubmissionResult, TensorDiff,
 from grader.times import describe_duration, describe_late, describe_time
 
 if TYPE_CHECKING:
+    from grader.pipeline.accounting import Accounting
     from grader.similar import Pair, SimilarityReport
 
 OUTPUT_SHOWN = 6000  # characters of one cell's output on a page; the rest is cut from the middle
@@ -74,7 +77,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(points=points.shown, clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
                        number=_number, exact=exact, label=status_label,
-                       moment=describe_time, duration=describe_duration)
+                       moment=describe_time, duration=describe_duration, folder=file_name)
     env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN,
                        GRADED=GRADED, UnitStatus=UnitStatus, describe_late=describe_late)
     return env
@@ -118,9 +121,10 @@ def render_instructor_report(result: SubmissionResult, *, title: str, submission
 
 
 def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped: Sequence[Any] = (),
-                     max_score: float, similarity: SimilarityReport | None = None) -> str:
+                     max_score: float, similarity: SimilarityReport | None = None,
+                     accounting: Accounting | None = None) -> str:
     """The class dashboard; with ``similarity`` (grader.similar.write_similarity), its "Similar submissions"
-    section."""
+    section; with ``accounting`` (grader.pipeline.accounting), what the run found, graded and wrote."""
     ordered = sorted(results, key=lambda r: r.student)
     stats = class_stats(ordered, max_score)
     script, csp = _dashboard_script()
@@ -129,7 +133,7 @@ def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped
                    failed=[r for r in ordered if r.status != GRADED],
                    question_ids=[q.id for q in stats.questions], script=script, csp=csp,
                    written=written_stats(ordered), dated=any(r.late is not None for r in ordered),
-                   similarity=similarity)
+                   similarity=similarity, accounting=accounting, fates=fates)
 
 
 def render_similar_pair(pair: Pair, source_a: str, source_b: str, *, title: str, threshold: float) -> str:

@@ -3,7 +3,6 @@ OUT/similar/. Instructor only: nothing here is linked from, or copied into, a st
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,13 +14,13 @@ from grader.discover import Submission
 from grader.discover.program import read_submission
 from grader.errors import InvalidSubmission
 from grader.files import write_text_atomic
+from grader.names import file_name
 from grader.record.output import SIMILAR
 from grader.similar.boilerplate import boilerplate_for
 from grader.similar.compare import Pair, similar_pairs
 
 FOLDER = SIMILAR  # under the output folder, beside index.html
 DEFAULT_THRESHOLD = 0.5
-_PLAIN = re.compile(r"[A-Za-z0-9._@+-]+")
 
 
 @dataclass(frozen=True)
@@ -41,10 +40,9 @@ class SimilarityReport:
 
 
 def page_name(a: str, b: str) -> str:
-    """``<a>--<b>.html``; a student id with other characters is percent-quoted, so the name stays one safe file."""
-    def part(student: str) -> str:
-        return student if _PLAIN.fullmatch(student) and not student.startswith(".") else quote(student, safe="")
-    return f"{part(a)}--{part(b)}.html"
+    """``<a>--<b>.html``, each student as a file name (``grader.names.file_name``, which never holds ``--``): at most
+    two bounded names, so the page's name fits any file system whatever the ids."""
+    return f"{file_name(a)}--{file_name(b)}.html"
 
 
 def code_of(submission: Submission) -> str:

@@ -33,9 +33,22 @@ _DEVICES = {"con", "prn", "aux", "nul", *(f"com{n}" for n in range(10)), *(f"lpt
 _KEPT_SYMBOLS = "._-@+"
 
 
+def readable(raw: str) -> str:
+    """A name from the file system as text: the bytes of a name that is not UTF-8 (a zip made on a machine with
+    another encoding, unpacked here) are shown as ``\\xNN`` rather than carried as lone surrogates, which no page,
+    JSON file or database can hold."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in raw):
+        return raw
+    # surrogateescape turns the escaped bytes back into bytes; any other lone surrogate is shown as \udNNN
+    return "".join(ch.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                   if "\udc80" <= ch <= "\udcff" else ch.encode("utf-8", "backslashreplace").decode("utf-8")
+                   if "\ud800" <= ch <= "\udfff" else ch for ch in raw)
+
+
 def student_id(raw: str) -> str:
-    """The id a student is graded under: ``raw`` in Unicode NFC (the same name typed on macOS or Linux is one id)."""
-    return unicodedata.normalize("NFC", raw)
+    """The id a student is graded under: ``raw`` as text (``readable``) in Unicode NFC (the same name typed on macOS
+    or Linux is one id)."""
+    return unicodedata.normalize("NFC", readable(raw))
 
 
 def _plain(text: str) -> bool:

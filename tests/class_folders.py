@@ -8,6 +8,7 @@ Unicode NFC (``grader.names.student_id``): the same name in two Unicode forms is
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +55,10 @@ def variants(names: list[str]) -> list[str]:
 flat_ids = st.lists(texts().filter(lambda t: not t.startswith(".")), min_size=1, max_size=4).map(variants)
 folder_ids = st.lists(texts().filter(lambda t: not t.startswith(".") and t not in ("__pycache__",)),
                       min_size=1, max_size=4).map(variants)
+# Names as a zip made with another encoding leaves them (Windows's cp1252, DOS's cp437): bytes that are not UTF-8.
+byte_ids = st.lists(st.binary(min_size=1, max_size=60).filter(lambda b: b"/" not in b and b"\0" not in b
+                                                              and not b.startswith(b".")),
+                    min_size=1, max_size=4, unique=True)
 moodle_names = st.lists(texts(exclude=_MOODLE_DROPS).filter(lambda t: t.strip() != ""), min_size=1, max_size=4)
 canvas_names = st.lists(st.text(st.characters(categories=("Ll", "Lo", "Nd")), min_size=1, max_size=30)
                         .filter(_fits), min_size=1, max_size=4)
@@ -75,6 +80,14 @@ def flat(folder: Path, ids: list[str], code: str) -> Built:
     for ident in ids:
         (folder / f"{ident}.py").write_text(code, encoding="utf-8")
     return Built(folder, frozenset(student_id(i) for i in ids), {})
+
+
+def flat_bytes(folder: Path, ids: list[bytes], code: str) -> Built:
+    folder.mkdir(parents=True)
+    for ident in ids:
+        with open(os.fsencode(folder) + b"/" + ident + b".py", "w", encoding="utf-8") as handle:
+            handle.write(code)
+    return Built(folder, frozenset(student_id(os.fsdecode(i)) for i in ids), {})
 
 
 def nbgrader(folder: Path, ids: list[str], code: str, assignment: str) -> Built:

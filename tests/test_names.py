@@ -25,7 +25,7 @@ from grader.discover import discover_all
 from grader.discover.inventory import GRADED, IGNORED, OTHER
 from grader.export.canvas import write_canvas_exports
 from grader.export.moodle import write_moodle_exports
-from grader.names import MAX_BYTES, file_name, student_id
+from grader.names import MAX_BYTES, file_name, readable, student_id
 from grader.pipeline.accounting import Accounting, pages_placed
 from grader.pipeline.student_files import write_student_files
 from grader.record import write_grades_csv, write_lms_csv
@@ -95,7 +95,7 @@ def check_class(build: Callable[[Path], Built], layout: str) -> None:
         found = discover_all(built.folder, layout=layout, assignment="toy")
         # everyone found, under the id the platform gives, and every entry accounted for
         assert {s.student for s in found.submissions} == built.students
-        top = {str(p.relative_to(built.folder)) for p in found.layout.folder.iterdir()}
+        top = {readable(str(p.relative_to(built.folder))) for p in found.layout.folder.iterdir()}
         assert top <= {e.path for e in found.entries}
         # each entry graded, or another file of a graded student (the same name in another Unicode form), or what
         # the platform's download carries besides (Gradescope's metadata)
@@ -144,6 +144,12 @@ def check_class(build: Callable[[Path], Built], layout: str) -> None:
 @given(class_folders.flat_ids)
 def test_a_flat_folder_of_any_names(students: list[str]) -> None:
     check_class(lambda folder: class_folders.flat(folder, students, CODE), "flat")
+
+
+@settings(max_examples=10)
+@given(class_folders.byte_ids)
+def test_a_flat_folder_of_names_that_are_not_utf8(students: list[bytes]) -> None:
+    check_class(lambda folder: class_folders.flat_bytes(folder, students, CODE), "flat")
 
 
 @settings(max_examples=10)

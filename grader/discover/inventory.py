@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.discover.finder import Skipped, Submission
+from grader.names import readable
 
 GRADED, OTHER, SKIPPED, IGNORED = "graded", "other file", "skipped", "ignored"
 
@@ -75,7 +76,7 @@ def inventory(directory: Path, folder: Path, layout: str, submissions: Sequence[
     entries: list[Entry] = []
     unread: list[Skipped] = []
     for path, outside in _entries(directory, folder):
-        shown = str(path.relative_to(directory))
+        shown = readable(str(path.relative_to(directory)))
         graded = sorted({s.student for s in submissions if _within(s.path, path)})
         if graded:
             entries.append(Entry(shown, GRADED, tuple(graded)))

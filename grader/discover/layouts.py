@@ -32,7 +32,7 @@ from grader.discover.inventory import Entry, inventory
 from grader.discover.moodle import EXPECTED, discover_moodle, moodle_download_in
 from grader.discover.nbgrader import TIMESTAMP, discover_nbgrader
 from grader.errors import ConfigurationError
-from grader.names import student_id
+from grader.names import readable, student_id
 
 FLAT, NBGRADER, GRADESCOPE, MOODLE, CANVAS = "flat", "nbgrader", "gradescope", "moodle", "canvas"
 # Folders an unpacked zip may hold beside what it carries (macOS's resource forks).
@@ -169,7 +169,10 @@ def _one_per_student(submissions: list[Submission]) -> list[Submission]:
     by_student: dict[str, list[Submission]] = {}
     for submission in submissions:
         normal = student_id(submission.student)
-        by_student.setdefault(normal, []).append(dataclasses.replace(submission, student=normal))
+        # what discovery said of it names files, whose names may not be UTF-8: as text, like the id
+        by_student.setdefault(normal, []).append(dataclasses.replace(
+            submission, student=normal, name=readable(submission.name), problem=readable(submission.problem),
+            notes=tuple(readable(n) for n in submission.notes)))
     kept: list[Submission] = []
     for student, theirs in by_student.items():
         theirs.sort(key=lambda s: (not s.problem, s.submitted_at, s.kind == "notebook", str(s.path)))
@@ -193,6 +196,7 @@ def discover_all(directory: Path, *, layout: str | Layout = "auto", assignment: 
     found = layout if isinstance(layout, Layout) else detect_layout(directory, layout)
     submissions, skipped = _BY_NAME[found.name].discover(found.folder, directory, assignment)
     submissions = _one_per_student(submissions)
+    skipped = [dataclasses.replace(s, reason=readable(s.reason)) for s in skipped]
     entries, unread = inventory(directory, found.folder, found.name, submissions, skipped)
     return Discovery(found, submissions, [*skipped, *unread], entries)
 

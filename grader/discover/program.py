@@ -21,6 +21,7 @@ import nbformat
 
 from grader.discover.finder import Submission
 from grader.errors import InvalidSubmission
+from grader.names import readable
 
 # What the templates put in an answer cell before the student writes anything.
 PLACEHOLDER_ANSWER = "_Write your answer here._"
@@ -106,7 +107,7 @@ def read_submission(submission: Submission, *, written_ids: Sequence[str], diges
     ``digest`` (a hashlib object) is fed the file's bytes. The bytes and the text are dropped as soon as they are
     parsed, and a notebook's outputs as they are parsed, so a notebook with 50 MB of outputs costs little memory.
     """
-    name, kind = submission.path.name, submission.kind
+    name, kind = readable(submission.path.name), submission.kind
     if submission.problem:
         _refuse(submission.problem)
     try:

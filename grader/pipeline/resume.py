@@ -24,6 +24,7 @@ from pathlib import Path
 
 from grader.discover import MAX_SUBMISSION_BYTES, Submission
 from grader.errors import ConfigurationError
+from grader.names import readable
 from grader.record.gradebook import StoredResult
 from grader.results import INTERNAL, SubmissionResult
 
@@ -39,7 +40,7 @@ class ResumePlan:
 def source_of(submission: Submission, root: Path) -> str:
     """The submission's path as results record it: relative to the submissions folder."""
     path = submission.path
-    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    return readable(str(path.relative_to(root)) if path.is_relative_to(root) else str(path))
 
 
 def _sha256(path: Path) -> str | None:

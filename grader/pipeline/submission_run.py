@@ -18,6 +18,7 @@ from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit
 from grader.execute.workers import Worker
+from grader.pipeline.resume import source_of
 from grader.pipeline.settings import RunSettings
 from grader.pipeline.stage_times import StageClock
 from grader.results import (
@@ -66,7 +67,7 @@ def grader_failed_result(submission: Submission, assignment: Assignment, root: P
     points lost to a student's fault, every check not run, and the end of ``detail`` (the grader's traceback) kept
     as ``grader_trace``, which only the instructor sees."""
     return SubmissionResult(
-        student=submission.student, assignment=assignment.name, source=str(submission.path.relative_to(root)),
+        student=submission.student, assignment=assignment.name, source=source_of(submission, root),
         kind=submission.kind, sha256="", status=INTERNAL, reason=GRADER_FAILED,
         questions=unrun_questions(assignment, submission.student, f"not run: {GRADER_FAILED}"), units=(),
         answers=(), notes=(), grader_trace=detail[-2000:],
@@ -165,7 +166,7 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
     return SubmissionResult(
         student=submission.student,
         assignment=assignment.name,
-        source=str(submission.path.relative_to(root)) if submission.path.is_relative_to(root) else str(submission.path),
+        source=source_of(submission, root),
         kind=submission.kind,
         sha256=digest.hexdigest(),
         status=status,

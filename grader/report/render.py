@@ -23,7 +23,7 @@ from markupsafe import Markup
 from grader import points
 from grader.discover import Submission
 from grader.discover.inventory import fates
-from grader.names import file_name
+from grader.names import file_name, readable
 from grader.paths import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
@@ -77,7 +77,7 @@ def _environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(points=points.shown, clip=lambda text: clip(text, OUTPUT_SHOWN), when=when,
                        number=_number, exact=exact, label=status_label,
-                       moment=describe_time, duration=describe_duration, folder=file_name)
+                       moment=describe_time, duration=describe_duration, folder=file_name, readable=readable)
     env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN,
                        GRADED=GRADED, UnitStatus=UnitStatus, describe_late=describe_late)
     return env

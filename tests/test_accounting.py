@@ -218,3 +218,31 @@ def test_ids_differing_only_in_case_get_their_own_pages_on_a_case_insensitive_di
     for student in ("Ana", "ana"):
         results = json.loads((out / "students" / file_name(student) / "results.json").read_text(encoding="utf-8"))
         assert float(results["score"]) == float(scores[student])  # each folder holds its own student's result
+
+
+def test_a_page_that_cannot_be_drawn_costs_that_student_a_plain_page_and_is_listed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One student's page failing to draw (injected here: no real result is known to break the templates) leaves
+    them a plain page with their score, listed in the accounting; the next student's pages are drawn as usual."""
+    from grader.pipeline import student_files
+    from grader.pipeline.accounting import pages_placed
+    from grader.record.output import OutputFolder
+
+    from .test_names import result_for
+
+    drawn = student_files.render_student_report
+
+    def fails_for_ana(result, **kwargs):  # type: ignore[no-untyped-def]
+        if result.student == "ana":
+            raise ValueError("a name the templates did not expect")
+        return drawn(result, **kwargs)
+
+    monkeypatch.setattr(student_files, "render_student_report", fails_for_ana)
+    for student in ("ana", "bo"):
+        student_files.write_student_files(tmp_path, result_for(student, 1.0), "Toy", None)
+    out = OutputFolder(tmp_path)
+    page = out.student("ana").report.read_text(encoding="utf-8")
+    assert "Score: 2 / 3" in page and "a name the templates did not expect" in page
+    assert "Score: 2 / 3" not in out.student("bo").report.read_text(encoding="utf-8")
+    placed, missing = pages_placed(out, ["ana", "bo"])
+    assert placed.placed == ("bo",) and [s for s, _ in missing] == ["ana"] and "could not be drawn" in missing[0][1]

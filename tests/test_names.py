@@ -26,6 +26,7 @@ from grader.discover.inventory import GRADED, IGNORED, OTHER
 from grader.export.canvas import write_canvas_exports
 from grader.export.moodle import write_moodle_exports
 from grader.names import MAX_BYTES, file_name, readable, student_id
+from grader.pipeline import grade_class
 from grader.pipeline.accounting import Accounting, pages_placed
 from grader.pipeline.student_files import write_student_files
 from grader.record import write_grades_csv, write_lms_csv
@@ -36,6 +37,7 @@ from grader.similar import write_similarity
 
 from . import class_folders
 from .class_folders import Built
+from .conftest import FIXTURE_SOLUTIONS
 
 CODE = "def scale(x):\n    return 2 * x\n\n\ndef twice_scaled(x):\n    return scale(scale(x))\n" * 3
 WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{n}" for n in range(10)), *(f"lpt{n}" for n in range(10))}
@@ -183,3 +185,38 @@ def test_a_moodle_participant_whose_name_begins_with_a_dot_is_graded(tmp_path: P
     assert found.layout.name == "moodle"
     assert {s.student for s in found.submissions} == {"101", "102"}
     assert {s.name for s in found.submissions} == {name.strip(), "Cy Diaz"}
+
+
+RIGHT = CODE + "\n\ncount = 0\n\n\ndef bump():\n    global count\n    count += 1\n    return count\n"
+BUILDERS: dict[str, tuple[st.SearchStrategy, Callable[[Path, list], Built]]] = {
+    "flat": (class_folders.flat_ids, lambda folder, ids: class_folders.flat(folder, ids, RIGHT)),
+    "nbgrader": (class_folders.folder_ids, lambda folder, ids: class_folders.nbgrader(folder, ids, RIGHT, "toy")),
+    "gradescope": (class_folders.gradescope_people, lambda folder, people: class_folders.gradescope(folder, people,
+                                                                                                    RIGHT)),
+    "moodle": (class_folders.moodle_names, lambda folder, names: class_folders.moodle(folder, names, RIGHT)),
+    "canvas": (class_folders.canvas_names, lambda folder, names: class_folders.canvas(folder, names, RIGHT)),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", sorted(BUILDERS))
+def test_a_class_of_any_names_is_graded_for_real(layout: str) -> None:
+    """The real grader, sandbox included, on a class whose names Hypothesis draws: everyone graded with full marks
+    (their seeds drawn from ids in any script), every page written, every grade placed."""
+    strategy, build = BUILDERS[layout]
+
+    @settings(max_examples=2)
+    @given(strategy)
+    def graded(people: list) -> None:
+        with tempfile.TemporaryDirectory() as scratch:
+            built = build(Path(scratch) / "class", people)
+            run = grade_class(assignment="toy", submissions_dir=built.folder, out_dir=Path(scratch) / "out",
+                              solutions_dir=FIXTURE_SOLUTIONS, layout=layout, jobs=1)
+            assert {r.student for r in run.summaries} == built.students
+            assert all(r.status == "graded" and r.score == r.max_score for r in run.summaries), run.summaries
+            assert run.accounting is not None and not run.accounting.not_placed
+            assert not run.accounting.pages_missing
+            folders = [OutputFolder(run.out_dir).student(r.student).path.name for r in run.summaries]
+            assert len({on_any_disk(f) for f in folders}) == len(folders)
+
+    graded()

@@ -19,6 +19,7 @@ from grader.discover.inventory import GRADED, IGNORED, OTHER, SKIPPED, Entry, fa
 from grader.errors import GradesNotPlaced
 from grader.files import write_text_atomic
 from grader.names import file_name, terminal_text
+from grader.pipeline.student_files import FALLBACK_MARK
 from grader.record.output import STUDENT_FILES, OutputFolder
 from grader.record.placed import Placed
 
@@ -105,11 +106,20 @@ def pages_placed(out: OutputFolder, students: Sequence[str]) -> tuple[Placed, tu
     for student in students:
         folder = out.student(student)
         absent = [name for name in STUDENT_FILES if not (folder.path / name).is_file()]
-        if absent:
-            missing.append((student, ", ".join(absent)))
+        plain = [page.name for page in (folder.report, folder.instructor) if page.name not in absent
+                 and _is_fallback(page)]
+        if absent or plain:
+            missing.append((student, "; ".join([*([", ".join(absent) + " not written"] if absent else []),
+                                                *(f"{name}: a plain page with the score (the page could not be "
+                                                  "drawn)" for name in plain)])))
     lacking = {s for s, _ in missing}
     placed = tuple(s for s in students if s not in lacking)
     return Placed(out.path / "students", "students/", len(placed), placed), tuple(missing)
+
+
+def _is_fallback(page: Path) -> bool:
+    with page.open("rb") as handle:
+        return handle.read(len(FALLBACK_MARK)) == FALLBACK_MARK.encode()
 
 
 def write_student_folders(out: OutputFolder, students: Sequence[str]) -> dict[str, str]:

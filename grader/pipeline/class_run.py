@@ -29,6 +29,7 @@ from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.files import remove_partial_writes, write_text_atomic
+from grader.names import student_id
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.accounting import (
     Accounting,
@@ -147,6 +148,7 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     handback.py); ``started`` is told, before anything is graded, the isolation layers and the layout detected.
     """
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
+    students = [student_id(s) for s in students]  # as discovery keeps ids: typed on a Mac, the same student
     limits = spec.limits.with_overrides(limit_overrides)
     rule = deadline_rule(spec.deadline, spec.late, late)  # ``late``: the run's --deadline and late rule
     layers = isolation.detect(sandbox)

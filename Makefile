@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install kit system-deps grade check test lint bench bench-kit soak screenshots gradescope clean
+.PHONY: install kit system-deps test-tools grade check test lint bench bench-kit soak screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -41,6 +41,22 @@ system-deps:
 	  else echo "system-deps: missing$$missing: install with your package manager" \
 	    "(e.g. sudo apt-get install$$missing), or run make as root" >&2; exit 1; fi; }
 
+# What only some tests use, each with the command that shows it is there: an exFAT image mounted through FUSE is the
+# case-insensitive disk (as USB drives come formatted) that tests/test_accounting.py grades onto. Installed as root
+# with apt-get; elsewhere the tests that need them skip and say so, and nothing fails here.
+TEST_PACKAGES := exfatprogs:mkfs.exfat exfat-fuse:mount.exfat-fuse
+
+test-tools:
+	@missing=""; for entry in $(TEST_PACKAGES); do \
+	  command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
+	[ -z "$$missing" ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "test-tools: installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $$missing || { apt-get update -q && apt-get install -y -q $$missing; } \
+	      || echo "test-tools: could not install$$missing; the tests that need them will skip"; \
+	  else echo "test-tools: missing$$missing (e.g. sudo apt-get install$$missing); the tests that need them" \
+	    "will skip"; fi; }
+
 grade: $(STAMP)
 	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
 	  $(foreach student,$(STUDENT),--student $(student))
@@ -56,7 +72,7 @@ check: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check grader solutions tests
 
-test: system-deps lint
+test: system-deps test-tools lint
 	$(BIN)/python -m pytest
 
 # This grader against a kernel-per-notebook baseline on a synthetic class (tests/benchmark.py; docs/performance.md).

@@ -53,10 +53,6 @@ def _clutter(path: Path) -> str | None:
     return None
 
 
-def _within(path: Path, entry: Path) -> bool:
-    return path == entry or path.is_relative_to(entry)
-
-
 def _entries(directory: Path, folder: Path) -> list[tuple[Path, str]]:
     """(entry, why it is outside the layout's folder or "") for every entry on the way from ``directory`` to
     ``folder`` and in ``folder``."""
@@ -69,39 +65,62 @@ def _entries(directory: Path, folder: Path) -> list[tuple[Path, str]]:
     return found
 
 
+def _entry_of(path: Path, directory: Path, way: tuple[str, ...]) -> Path | None:
+    """The entry (as ``_entries`` lists them) that ``path`` is or lies in; None for a path outside ``directory``."""
+    try:
+        parts = path.relative_to(directory).parts
+    except ValueError:
+        return None
+    for depth, part in enumerate(parts):
+        if depth >= len(way) or part != way[depth]:
+            return directory.joinpath(*parts[: depth + 1])
+    return None  # the layout's folder itself
+
+
 def inventory(directory: Path, folder: Path, layout: str, submissions: Sequence[Submission],
               skipped: Sequence[Skipped]) -> tuple[list[Entry], list[Skipped]]:
-    """Every entry of ``directory`` (down to the layout's ``folder``) with its fate; and, for the entries no layout
-    accounted for, what to add to the skipped list (ignored ones marked so)."""
+    """Every entry of ``directory`` (down to the layout's ``folder``) with its fate; and the skipped list whole: the
+    layout's, what downloads carry besides submissions marked ignored, and every entry no layout accounted for."""
+    way = folder.relative_to(directory).parts
+    graded: dict[Path, set[str]] = {}
+    others: dict[Path, set[str]] = {}
+    reasons: dict[Path, list[Skipped]] = {}
+    for submission in submissions:
+        if (entry := _entry_of(submission.path, directory, way)) is not None:
+            graded.setdefault(entry, set()).add(submission.student)
+        for path in submission.also:
+            if (entry := _entry_of(path, directory, way)) is not None:
+                others.setdefault(entry, set()).add(submission.student)
+    skipped = [dataclasses.replace(s, reason=why, ignored=True) if (why := _clutter(s.path)) else s for s in skipped]
+    for skip in skipped:
+        if (entry := _entry_of(skip.path, directory, way)) is not None:
+            reasons.setdefault(entry, []).append(skip)
+    graded_file = {s.student: readable(str(s.path.relative_to(directory))) for s in submissions
+                   if s.path.is_relative_to(directory)}
     entries: list[Entry] = []
     unread: list[Skipped] = []
     for path, outside in _entries(directory, folder):
         shown = readable(str(path.relative_to(directory)))
-        graded = sorted({s.student for s in submissions if _within(s.path, path)})
-        if graded:
-            entries.append(Entry(shown, GRADED, tuple(graded)))
-            continue
-        theirs = sorted({s.student for s in submissions if any(_within(p, path) for p in s.also)})
-        if theirs:
-            graded_files = ", ".join(sorted({str(s.path.relative_to(directory)) for s in submissions
-                                             if s.student in theirs}))
-            entries.append(Entry(shown, OTHER, tuple(theirs), f"not graded: {graded_files} is"))
-            continue
-        reasons = list(dict.fromkeys(s.reason for s in skipped if _within(s.path, path)))
-        if reasons:
-            ignored = all(s.ignored for s in skipped if _within(s.path, path))
-            entries.append(Entry(shown, IGNORED if ignored else SKIPPED, reason="; ".join(reasons)))
-            continue
-        if (why := _clutter(path)) is not None or outside:
+        if path in graded:
+            entries.append(Entry(shown, GRADED, tuple(sorted(graded[path]))))
+        elif path in others:
+            theirs = tuple(sorted(others[path]))
+            files = ", ".join(sorted({graded_file[s] for s in theirs if s in graded_file}))
+            entries.append(Entry(shown, OTHER, theirs, f"not graded: {files} is"))
+        elif path in reasons:
+            said = reasons[path]
+            fate = IGNORED if all(s.ignored for s in said) else SKIPPED
+            entries.append(Entry(shown, fate, reason="; ".join(dict.fromkeys(s.reason for s in said))))
+        elif (why := _clutter(path)) is not None or outside:
             reason = why or f"not a submission: {outside}"
             entries.append(Entry(shown, IGNORED, reason=reason))
             unread.append(Skipped(path, reason, ignored=True))
-            continue
-        reason = (f"not read: the {layout} layout takes no file or folder named like this"
-                  + (" (its name starts with a dot, as hidden files' do)" if path.name.startswith(".") else ""))
-        entries.append(Entry(shown, SKIPPED, reason=reason))
-        unread.append(Skipped(path, reason))
-    return entries, unread
+        else:
+            reason = (f"not read: the {layout} layout takes no file or folder named like this"
+                      + (" (its name starts with a dot, as hidden files' do)" if path.name.startswith(".") else ""))
+            entries.append(Entry(shown, SKIPPED, reason=reason))
+            unread.append(Skipped(path, reason))
+    return entries, [*skipped, *unread]
 
 
 def fates(entries: Sequence[Entry]) -> dict[str, list[Entry]]:

@@ -197,8 +197,8 @@ def discover_all(directory: Path, *, layout: str | Layout = "auto", assignment: 
     submissions, skipped = _BY_NAME[found.name].discover(found.folder, directory, assignment)
     submissions = _one_per_student(submissions)
     skipped = [dataclasses.replace(s, reason=readable(s.reason)) for s in skipped]
-    entries, unread = inventory(directory, found.folder, found.name, submissions, skipped)
-    return Discovery(found, submissions, [*skipped, *unread], entries)
+    entries, skipped = inventory(directory, found.folder, found.name, submissions, skipped)
+    return Discovery(found, submissions, skipped, entries)
 
 
 def discover(directory: Path, *, layout: str | Layout = "auto",

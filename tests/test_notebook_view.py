@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from grader.discover import Submission, notebook_cells, read_program
@@ -341,6 +341,7 @@ def test_any_notebook_in_any_format_is_shown_with_its_images_and_nothing_that_ru
 
 @settings(max_examples=25)
 @given(notebook=notebooks)
+@example(notebook=Notebook([Cell("code", "x = 1\x0cy = 2", as_lines=True)], "jupyterlab", widgets=False))  # a form feed
 def test_the_reader_gives_the_same_code_cells_at_every_format_version(tmp_path: Path, notebook: Notebook) -> None:
     graded, shown = [], []
     for major, minor in VERSIONS:

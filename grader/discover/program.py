@@ -214,6 +214,20 @@ def _source_text(source: Any) -> str | None:
     return None
 
 
+# Where str.splitlines ends a line: nbformat 3's writer split sources with splitlines(True), so a line may end with any.
+_LINE_ENDS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _old_source_text(source: Any) -> str | None:
+    """A cell's source in nbformat 3 (and before): lines with their ends, as splitlines(True) left them, or (from some
+    older writers) without, to be joined with newlines. nbformat guesses which from the first line's end alone, so a
+    form feed ending it joins a cell's lines with newlines it never had; the grader and the page both read it so."""
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        ended = len(source) < 2 or any(line.endswith(_LINE_ENDS) for line in source[:-1])
+        return "".join(source) if ended else "\n".join(source)
+    return _source_text(source)
+
+
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -361,7 +375,7 @@ def _attachments(value: Any, source: str | None, kind: str,
 def _plain_cells(data: dict, budget: _ImageBudget | None = None) -> list[tuple[NotebookCell, Any]]:
     """Each cell of a parsed notebook, read without nbformat: (the cell, its metadata). nbformat 3's code ``input``
     and heading cells (as markdown, as nbformat's conversion makes them) are read here directly."""
-    old = "worksheets" in data
+    text_of = _old_source_text if "worksheets" in data else _source_text
     found = []
     for cell in _cells(data):
         if not isinstance(cell, dict):
@@ -370,12 +384,12 @@ def _plain_cells(data: dict, budget: _ImageBudget | None = None) -> list[tuple[N
         if kind == "heading":
             level = cell.get("level")
             level = level if type(level) is int and 1 <= level <= 6 else 1
-            text = _source_text(cell.get("source", ""))
+            text = text_of(cell.get("source", ""))
             kind, source = "markdown", None if text is None else "#" * level + " " + text
         elif kind == "code":
-            source = _source_text(cell.get("input" if old else "source", ""))
+            source = text_of(cell.get("input" if "worksheets" in data else "source", ""))
         elif kind in ("markdown", "raw"):
-            source = _source_text(cell.get("source", ""))
+            source = text_of(cell.get("source", ""))
         else:
             continue
         source = None if source is None else _printable(source)
@@ -497,6 +511,12 @@ def _read_notebook(text: str, name: str, written_ids: Sequence[str]) -> Program:
     if type(major) is not int or major not in nbformat.versions:
         raise InvalidSubmission(f"{name} says it is in notebook format {major!r}, which the grader cannot read: "
                                 f"open it in a current Jupyter, save it and submit it again")
+    if "worksheets" in data:  # before nbformat joins them its own way (see _old_source_text)
+        for cell in _cells(data):
+            for key in ("input", "source") if isinstance(cell, dict) else ():
+                text = _old_source_text(cell.get(key))
+                if text is not None:
+                    cell[key] = text
     try:
         notebook = nbformat.versions[major].to_notebook_json(data, minor=data.get("nbformat_minor", 0))
         if major != nbformat.current_nbformat:

@@ -159,7 +159,9 @@ def _exporter() -> Any:
 
     class SafeHTMLExporter(HTMLExporter):  # type: ignore[misc]
         """Markdown cells' HTML is cleaned (nbconvert passes a cell's raw HTML through), as is what ``clean_html``
-        receives: highlighted code, raw cells and rich outputs (the notebooks built here hold none of the last two)."""
+        receives: highlighted code, raw cells and rich outputs. The notebooks built here hold no raw cells (a raw
+        cell becomes a markdown cell shown as text), and their one rich output, the box of saved images, is HTML
+        this module writes, holding nothing of the notebook but markers for its images."""
 
         @jinja2.pass_context
         def markdown2html(self, context: Any, source: str) -> str:
@@ -272,7 +274,7 @@ def _image_ref(tag: str) -> _ImageRef | None:
     data = _DATA_IMAGE.fullmatch(src)
     if data is None or data.group(1).lower() not in IMAGE_TYPES:
         return None  # left to the cleaner, which shows it as text
-    return _ImageRef(None, read_image(data.group(1).lower(), data.group(3)), alt, **dimensions)
+    return _ImageRef(None, read_image(data.group(1).lower(), data.group(3)), alt or "image", **dimensions)
 
 
 def _render_markdown(source: str) -> tuple[str, tuple[_ImageRef, ...]]:
@@ -307,10 +309,9 @@ def _markdown_html(source: str, attachments: dict[str, NotebookImage], images: P
         if ref.attachment is None:
             shown = _Shown(ref.image, ref.alt, ref.width, ref.height)
         else:
-            image = attachments.get(ref.attachment, attachments.get(unquote(ref.attachment)))
-            shown = _Shown(image, ref.alt or unquote(ref.attachment), ref.width, ref.height)
-            if image is None:
-                shown = _Shown(None, unquote(ref.attachment))
+            name = unquote(ref.attachment)
+            image = attachments.get(ref.attachment, attachments.get(name))
+            shown = _Shown(image, ref.alt or name, ref.width, ref.height) if image else _Shown(None, name)
         markers.append(images.marker(shown))
     return _CELL_MARKER.sub(lambda match: markers[int(match.group(1))], rendered)
 

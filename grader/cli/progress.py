@@ -14,12 +14,14 @@ from types import TracebackType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from grader.names import terminal_text
 from grader.results import GRADED, SubmissionResult
 
 
 def result_line(result: SubmissionResult, done: int, total: int) -> str:
-    status = "" if result.status == GRADED else f"  {result.status}: {result.reason[:80]}"
-    return (f"[{done:>{len(str(total))}}/{total}] {result.student:<28} {result.score:>6g} / {result.max_score:g}"
+    status = "" if result.status == GRADED else f"  {result.status}: {terminal_text(result.reason[:80])}"
+    return (f"[{done:>{len(str(total))}}/{total}] {terminal_text(result.student):<28} {result.score:>6g} / "
+            f"{result.max_score:g}"
             f"  ({result.duration_s:.1f} s){status}")
 
 

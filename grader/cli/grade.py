@@ -14,8 +14,8 @@ from grader.discover import LAYOUTS
 from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
-from grader.paths import SOLUTIONS_DIR
 from grader.names import terminal_text
+from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun, grade_class
 from grader.pipeline.handback import Handback
 from grader.record.output import OutputFolder
@@ -93,15 +93,16 @@ def _grade(args: argparse.Namespace) -> int:
     print(f"Graded {run.graded_now} submission(s) of {run.assignment}{unchanged}: {graded} ran, "
           f"{len(run.summaries) - graded} could not run fully, {len(skipped)} file(s) skipped.")
     if run.regraded:
-        print(f"  graded again in a fresh process, the grader having failed on them once: {', '.join(map(terminal_text, run.regraded))}")
+        print("  graded again in a fresh process, the grader having failed on them once: "
+              + ", ".join(map(terminal_text, run.regraded)))
     print(run.rendering.summary())
     if run.graded_now:
         print(run.stages.summary())
     if run.missing:
         print(f"  kept in the gradebook, no submission found now: {', '.join(map(terminal_text, run.missing))}")
     if run.held_back:
-        print(f"  not graded (--student), new or changed since their stored result: {', '.join(map(terminal_text, run.held_back))}; "
-              "grade again without --student to include them")
+        print("  not graded (--student), new or changed since their stored result: "
+              f"{', '.join(map(terminal_text, run.held_back))}; grade again without --student to include them")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20 if sys.platform == "darwin" else 1 << 10)
     _print_adjustments(run)
     if run.job_processes:

@@ -9,11 +9,10 @@ what an LMS takes.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.csv_cells import csv_text
 from grader.files import write_text_atomic
 from grader.points import decimal
 from grader.results import SubmissionResult
@@ -21,10 +20,11 @@ from grader.results import SubmissionResult
 HEADER = ("student_id", "score", "out_of")
 
 
-def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> None:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(HEADER)
-    for result in sorted(results, key=lambda r: r.student):
-        writer.writerow([result.student, decimal(result.score), decimal(result.max_score)])
-    write_text_atomic(path, buffer.getvalue())
+def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> list[str]:
+    """Returns the student ids written with a quote in front, as a spreadsheet would have run them as formulas: the
+    LMS cannot match those to a user, so the caller should say so."""
+    rows = [HEADER, *([result.student, decimal(result.score), decimal(result.max_score)]
+                      for result in sorted(results, key=lambda r: r.student))]
+    written = csv_text(rows)
+    write_text_atomic(path, written.text)
+    return [cell.value for cell in written.altered_in(HEADER.index("student_id"))]

@@ -7,8 +7,8 @@ import dataclasses
 from pathlib import Path
 
 from grader.adjust.manual import ManualSheet, answer_hash
-from grader.adjust.sheet import BOM
 from grader.check.spec import WrittenQuestion
+from grader.csv_cells import BOM
 from grader.results import SubmissionResult, WrittenAnswer
 
 WRITTEN = (WrittenQuestion("why", "Why?", points=3), WrittenQuestion("notes", "Anything else?"))

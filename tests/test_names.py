@@ -5,9 +5,7 @@ found is accounted for, every page is written, and no two students share a file 
 
 from __future__ import annotations
 
-import csv
 import html
-import io
 import os
 import re
 import tempfile
@@ -21,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grader.csv_cells import from_cell
 from grader.discover import discover_all
 from grader.discover.inventory import GRADED, IGNORED, OTHER
 from grader.export.canvas import write_canvas_exports
@@ -38,6 +37,7 @@ from grader.similar import write_similarity
 from . import class_folders
 from .class_folders import Built
 from .conftest import FIXTURE_SOLUTIONS
+from .test_csv_cells import no_formula, parse
 
 CODE = "def scale(x):\n    return 2 * x\n\n\ndef twice_scaled(x):\n    return scale(scale(x))\n" * 3
 WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{n}" for n in range(10)), *(f"lpt{n}" for n in range(10))}
@@ -129,8 +129,11 @@ def check_class(build: Callable[[Path], Built], layout: str) -> None:
         n = len(results)
         assert len(similar.rows) == n * (n - 1) // 2  # the same code: every pair, each page written
         assert len(list((out.path / "similar").glob("*.html"))) == len(similar.rows)
-        grades = list(csv.DictReader(io.StringIO(out.grades_csv.read_text(encoding="utf-8"), newline="")))
-        assert {row["student"] for row in grades} == built.students
+        # every CSV written: no cell a spreadsheet would run, and every id read back whole
+        for table in out.path.rglob("*.csv"):
+            no_formula(parse(table))
+        grades = parse(out.grades_csv)
+        assert {from_cell(row[grades[0].index("student")]) for row in grades[1:]} == built.students
         # every link of the dashboard leads to a page that is there: each student's two pages and each pair's
         links = re.findall(r'href="((?!data:)[^"#]+)"', (out.path / "index.html").read_text(encoding="utf-8"))
         assert len(links) >= 2 * n + len(similar.rows)

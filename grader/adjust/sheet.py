@@ -3,20 +3,20 @@ what they open.
 
 Spreadsheets save CSV in more than one way: UTF-8 with or without a byte-order mark, Windows-1252 (Excel's plain
 "CSV"), commas, or semicolons where the decimal separator is a comma. Reading accepts all of these; writing uses UTF-8
-with a byte-order mark, so that Excel shows accented names and answers as they are, and commas.
+with a byte-order mark, so that Excel shows accented names and answers as they are, and commas. Cells are written and
+read through ``grader.csv_cells``: a cell a spreadsheet would run as a formula is written with a quote in front, and
+read back without it.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.csv_cells import csv_rows, csv_text
 from grader.files import write_text_atomic
-
-BOM = "\ufeff"
 
 
 class SheetError(ValueError):
@@ -60,7 +60,7 @@ def read_sheet(path: Path, *, required: Sequence[str]) -> Sheet:
     first = text.split("\n", 1)[0]
     delimiter = max((",", ";", "\t"), key=first.count)
     try:
-        table = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+        table = csv_rows(text, delimiter=delimiter)
     except csv.Error as exc:
         raise SheetError(f"it is not valid CSV ({exc})") from exc
     if not table:
@@ -79,8 +79,5 @@ def read_sheet(path: Path, *, required: Sequence[str]) -> Sheet:
 
 
 def write_sheet(path: Path, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")  # RFC 4180, as spreadsheets write it
-    writer.writerow(columns)
-    writer.writerows(rows)
-    write_text_atomic(path, BOM + buffer.getvalue())
+    # \r\n: RFC 4180, as spreadsheets write it
+    write_text_atomic(path, csv_text([columns, *rows], newline="\r\n", bom=True).text)

@@ -20,14 +20,13 @@ Only the student's page (OUT/students/<student>/report.html) ever goes into the 
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from grader.csv_cells import csv_rows, csv_text
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
@@ -107,7 +106,7 @@ def _read_gradebook(path: Path) -> tuple[list[list[str]], str, str, bool]:
     # Canvas exports with ; where the decimal mark is a comma, and its importer accepts either.
     delimiter = ";" if first.count(";") > first.count(",") else ","
     newline = "\r\n" if "\r\n" in text[: len(first) + 2] else "\n"
-    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=delimiter))
+    rows = csv_rows(text, delimiter=delimiter)
     if not rows or len(rows[0]) < 4 or "Student" not in rows[0][0] or "ID" not in rows[0]:
         raise ConfigurationError(f"{path} is not a Canvas gradebook export: its header does not start with Student "
                                  "and hold ID (Grades > Export > Export Entire Gradebook gives one)")
@@ -169,9 +168,10 @@ def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | N
             row[index] = decimal(scores[user])  # as lms.csv writes it
             filled.append(user)
     missing = sorted(set(scores) - set(filled), key=lambda u: (len(u), u))
-    buffer = io.StringIO()
-    csv.writer(buffer, delimiter=delimiter, lineterminator=newline).writerows(rows)
-    return Filled(("\ufeff" if bom else "") + buffer.getvalue(), header[index], missing, reread, students)
+    # A cell of the export a spreadsheet would run (a name starting with =) gains a quote; Canvas finds a student by
+    # ID before the other columns, and an ID so altered matched no score above: its student is in ``missing``.
+    text = csv_text(rows, delimiter=delimiter, newline=newline, bom=bom).text
+    return Filled(text, header[index], missing, reread, students)
 
 
 def feedback_name(submission: Submission) -> str | None:

@@ -16,15 +16,14 @@ instructor's page.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import html
-import io
 import re
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.csv_cells import csv_rows, csv_text
 from grader.discover.finder import Submission
 from grader.discover.moodle import FOLDER, PARTICIPANT
 from grader.errors import ConfigurationError
@@ -96,9 +95,7 @@ def _scaled(result: SubmissionResult, maximum: str | None) -> tuple[float, float
 
 
 def _csv(rows: list[list[str]]) -> str:
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows(rows)
-    return buffer.getvalue()
+    return csv_text(rows).text
 
 
 def _in_order(graded: dict[str, tuple[Submission, SubmissionResult]]) -> list[tuple[str, tuple[Submission,
@@ -127,7 +124,7 @@ def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, Submi
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigurationError(f"cannot read the Moodle grading worksheet {worksheet}: {exc}") from exc
     bom = "\ufeff" if raw.startswith("\ufeff") else ""
-    rows = list(csv.reader(io.StringIO(raw.removeprefix("\ufeff"))))
+    rows = csv_rows(raw.removeprefix("\ufeff"))
     header = rows[0] if rows else []
     missing = [name for name in REQUIRED if name not in header]
     if missing:

@@ -9,11 +9,10 @@ what an LMS takes.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from grader.csv_cells import csv_text
 from grader.files import write_text_atomic
 from grader.points import decimal
 from grader.record.placed import Placed
@@ -23,10 +22,14 @@ HEADER = ("student_id", "score", "out_of")
 
 
 def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> Placed:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(HEADER)
-    for result in sorted(results, key=lambda r: r.student):
-        writer.writerow([result.student, decimal(result.score), decimal(result.max_score)])
-    write_text_atomic(path, buffer.getvalue())
-    return Placed(path, path.name, len(results), tuple(sorted(r.student for r in results)))
+    """Every result's row. An id a spreadsheet would run as a formula is written with a quote in front, which no LMS
+    matches to a user: such a student is left out of ``placed`` and named in a warning."""
+    rows = [HEADER, *([result.student, decimal(result.score), decimal(result.max_score)]
+                      for result in sorted(results, key=lambda r: r.student))]
+    written = csv_text(rows)
+    write_text_atomic(path, written.text)
+    quoted = {cell.value for cell in written.altered_in(HEADER.index("student_id"))}
+    return Placed(path, path.name, len(results) - len(quoted),
+                  tuple(sorted(r.student for r in results if r.student not in quoted)),
+                  warnings=tuple(f"the id {student!r} is written with a quote in front, as a spreadsheet would run it "
+                                 "as a formula: an LMS will not match it to anyone" for student in sorted(quoted)))

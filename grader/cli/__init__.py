@@ -7,16 +7,21 @@ parsed arguments returning the exit code.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 import grader
 from grader import __version__
 from grader.cli import assign, check, grade, gradescope, kit, new
-from grader.errors import GraderError
+from grader.errors import GraderError, InfrastructureError
+from grader.storage import FULL, QUOTA, READ_ONLY, Refused
 
 COMMANDS = (grade, check, assign, kit, gradescope, new)
+# A write refused by the machine that no write of the grader's said in its own words: only errors no read raises.
+REFUSED_ANYWHERE = {errno.ENOSPC: FULL, errno.EDQUOT: QUOTA, errno.EROFS: READ_ONLY}
 
 
 def version() -> str:
@@ -46,3 +51,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\ninterrupted: the results recorded so far are kept; run the same command again to grade the rest",
               file=sys.stderr)
         return 130
+    except OSError as exc:
+        if exc.errno not in REFUSED_ANYWHERE:
+            return _failed(exc)
+        refused = Refused(Path(exc.filename or "?"), REFUSED_ANYWHERE[exc.errno])
+        print(f"error: {refused.message}", file=sys.stderr)
+        return refused.exit_code
+    except Exception as exc:
+        return _failed(exc)
+
+
+def _failed(exc: Exception) -> int:
+    """A failure of the grader's own, which none of its errors foresaw: the traceback, for whoever fixes it, and
+    one line that says so."""
+    traceback.print_exc()
+    print(f"error: the grader failed ({type(exc).__name__}: {exc}); the traceback above says where",
+          file=sys.stderr)
+    return InfrastructureError.exit_code

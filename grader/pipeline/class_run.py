@@ -173,6 +173,7 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Found, out: Ou
         recorder = Recorder(book, spec, root=settings.root, fingerprint=settings.fingerprint, out=out,
                             adjust=adjust, clock=clock, submissions=found.by_student, progress=choices.progress,
                             to_grade=len(plan.to_grade))
+        stack.enter_context(recorder.refusals(len(plan.to_grade) + len(plan.reused)))
         for stored in plan.reused:  # reported again before the back-end's results are taken
             recorder.report_again(stored)
         failed = recorder.take(backend.grade(plan.to_grade, clock))
@@ -183,8 +184,9 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Found, out: Ou
             stack.callback(again.close)
             for submission, outcome, rendered in again.grade(failed, clock):
                 recorder.record(submission, outcome, rendered)  # what a second failure leaves, as it is
-    return _finish(spec, found, out, choices, plan, adjust, recorder, clock,
-                   processes=(backend.processes, backend.peak_mib), regraded=failed)
+    with recorder.refusals(len(plan.to_grade) + len(plan.reused)):
+        return _finish(spec, found, out, choices, plan, adjust, recorder, clock,
+                       processes=(backend.processes, backend.peak_mib), regraded=failed)
 
 
 def _finish(spec: Assignment, found: Found, out: OutputFolder, choices: RunChoices, plan: ResumePlan,

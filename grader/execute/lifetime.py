@@ -46,37 +46,34 @@ class Owner:
         return cls(int(pid), int(started) if started else None)
 
 
-def _start_time(pid: int) -> int | None:
+def _state_and_start(pid: int) -> tuple[str, int] | None:
+    """The process's state letter and start time, from /proc/PID/stat (None: no such process, or no /proc)."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             text = handle.read()
     except OSError:
         return None
-    # Field 22; counted after the command name, which may hold spaces and parentheses.
-    return int(text[text.rindex(")") + 2:].split()[19])
+    fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces and parentheses
+    return fields[0], int(fields[19])  # fields 3 and 22
 
 
 def this_process() -> Owner:
-    return Owner(os.getpid(), _start_time(os.getpid()))
+    found = _state_and_start(os.getpid())
+    return Owner(os.getpid(), found[1] if found is not None else None)
 
 
-def _is(owner: Owner) -> bool:
+def _running(owner: Owner) -> bool:
     """Whether ``owner`` still runs (a zombie has ended: it is only waiting to be collected)."""
     try:
         os.kill(owner.pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
+    except PermissionError:  # another user's: it exists
         pass
     if owner.started is None:
         return True
-    try:
-        with open(f"/proc/{owner.pid}/stat") as handle:
-            text = handle.read()
-    except OSError:
-        return False
-    fields = text[text.rindex(")") + 2:].split()
-    return fields[0] != "Z" and int(fields[19]) == owner.started
+    found = _state_and_start(owner.pid)
+    return found is not None and found[0] != "Z" and found[1] == owner.started
 
 
 def _wait_for_end(owner: Owner) -> None:
@@ -91,12 +88,12 @@ def _wait_for_end(owner: Owner) -> None:
     if pidfd is not None:
         try:
             # The pidfd was opened before this check: if the pid is still the owner's now, the pidfd is the owner's.
-            if _is(owner):
+            if _running(owner):
                 select.select([pidfd], [], [])  # readable once the process has ended
         finally:
             os.close(pidfd)
         return
-    while _is(owner):
+    while _running(owner):
         time.sleep(POLL_SECONDS)
 
 

@@ -3,7 +3,8 @@
 The new content goes to a hidden temporary file next to the target (``.<name>.<random>.tmp``), is flushed to disk,
 and replaces the target in one rename. A process killed mid-write leaves at most such a temporary file, never a
 truncated target; ``remove_partial_writes`` clears them at the start of the next run. Every file the grader leaves
-for people (pages, CSV files, zips, the kit's wheel) is written this way.
+for people (pages, CSV files, zips, the kit's wheel) is written this way. A write the machine refuses (a full disk, a
+read-only folder) raises grader.storage.Refused, naming the file.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
+from grader.storage import storing
+
 TEMP_SUFFIX = ".tmp"
 
 
@@ -22,19 +25,20 @@ TEMP_SUFFIX = ".tmp"
 def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     """A binary file to write ``path``'s new content into: it replaces ``path`` when the block ends, and is removed
     if the block raises. For content written piece by piece (a zip of a class's pages) rather than held whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        if hasattr(os, "fchmod"):
-            os.fchmod(fd, 0o644)  # mkstemp makes files only their owner can read; these are meant to be shared
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with storing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o644)  # mkstemp makes files only their owner can read; these are meant to be shared
+            with os.fdopen(fd, "wb") as handle:
+                yield handle
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
@@ -57,6 +61,7 @@ def remove_partial_writes(folder: Path) -> list[Path]:
         for name in files:
             if name.startswith(".") and name.endswith(TEMP_SUFFIX):
                 path = Path(parent) / name
-                path.unlink(missing_ok=True)
+                with storing(path):
+                    path.unlink(missing_ok=True)
                 removed.append(path)
     return removed

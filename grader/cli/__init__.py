@@ -7,16 +7,25 @@ parsed arguments returning the exit code.
 from __future__ import annotations
 
 import argparse
+import errno
+import signal
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
 import grader
 from grader import __version__
 from grader.cli import assign, check, grade, gradescope, kit, new
-from grader.errors import GraderError
+from grader.cli.signals import stopped_by_signals
+from grader.errors import GraderError, InfrastructureError
+from grader.storage import FULL, QUOTA, READ_ONLY, Refused
 
 COMMANDS = (grade, check, assign, kit, gradescope, new)
+# What a command stopped by a signal keeps, and how to go on; every result is recorded as it arrives.
+GOING_ON = {"grade": "the results recorded so far are kept; run the same command again to grade the rest"}
+# A write refused by the machine that no write of the grader's said in its own words: only errors no read raises.
+REFUSED_ANYWHERE = {errno.ENOSPC: FULL, errno.EDQUOT: QUOTA, errno.EROFS: READ_ONLY}
 
 
 def version() -> str:
@@ -37,12 +46,31 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.run(args)
+        with stopped_by_signals():
+            return args.run(args)
     except GraderError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        # Every result is recorded as it arrives: nothing graded so far is lost, and a rerun grades only the rest.
-        print("\ninterrupted: the results recorded so far are kept; run the same command again to grade the rest",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C, and SIGTERM and SIGHUP (cli/signals.py)
+        signum = getattr(exc, "signum", signal.SIGINT)
+        what = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        going_on = GOING_ON.get(args.command, "run the same command again")
+        print(f"\n{what}: {going_on}", file=sys.stderr)
+        return 128 + signum
+    except OSError as exc:
+        if exc.errno not in REFUSED_ANYWHERE:
+            return _failed(exc)
+        refused = Refused(Path(exc.filename or "?"), REFUSED_ANYWHERE[exc.errno])
+        print(f"error: {refused.message}", file=sys.stderr)
+        return refused.exit_code
+    except Exception as exc:
+        return _failed(exc)
+
+
+def _failed(exc: Exception) -> int:
+    """A failure of the grader's own, which none of its errors foresaw: the traceback, for whoever fixes it, and
+    one line that says so."""
+    traceback.print_exc()
+    print(f"error: the grader failed ({type(exc).__name__}: {exc}); the traceback above says where",
+          file=sys.stderr)
+    return InfrastructureError.exit_code

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from grader.execute import isolation
+from grader.execute import isolation, lifetime
 from grader.export import build_autograder_zip
 from grader.paths import PROJECT_ROOT, SOLUTIONS_DIR
 from grader.pipeline.gradescope_run import (
@@ -18,6 +18,8 @@ from grader.pipeline.gradescope_run import (
     grade_gradescope_submission,
     write_unconfigured,
 )
+
+STOP_SECONDS = 10.0  # for the second try to stop in order once its starter has gone, before it is killed
 
 
 def _gradescope(args: argparse.Namespace) -> int:
@@ -36,6 +38,9 @@ def _gradescope(args: argparse.Namespace) -> int:
 
 def _gradescope_run(args: argparse.Namespace) -> int:
     root = Path(args.root)
+    starter = os.environ.pop(lifetime.OWNER_ENV, "")
+    if args.once and starter:  # the second try, started by a first one: it stops should the first be killed
+        lifetime.stop_when_gone(lifetime.Owner.parse(starter), STOP_SECONDS)
     try:
         assignment = args.assignment or configured_assignment(PROJECT_ROOT)
     except (OSError, ValueError, KeyError) as exc:

@@ -101,8 +101,11 @@ class Sandbox:
     # ----- starting a warm worker ------------------------------------------------------------------------------
     def settings(self) -> dict[str, object]:
         """What the zygote needs to know about the layers around it (child/zygote.py)."""
+        # Without bubblewrap (whose --die-with-parent ties the sandbox to the grader) the zygote ties itself to the
+        # process starting it, this one.
         return {"student_uid": self.student_uid, "namespaced": bool(self.bwrap),
-                "seccomp": self.seccomp, "die_with_parent": not self.bwrap}
+                "seccomp": self.seccomp, "die_with_parent": not self.bwrap,
+                "parent": None if self.bwrap else os.getpid()}
 
     def command(self, control_fd: int, *, env: dict[str, str], device: str, limits: Limits,
                 seccomp_fd: int | None = None) -> list[str]:

@@ -129,6 +129,7 @@ class Worker:
         self._exits: dict[int, int] = {}
         self._output = bytearray()
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self.retired = False  # its run is stopping: a zygote killed now must not be started again (``kill``)
 
     # ----- lifecycle ---------------------------------------------------------------------------------------------
     @property
@@ -143,6 +144,8 @@ class Worker:
     def start(self, timeout: float = STARTUP_SECONDS) -> None:
         """Start the zygote and wait until it has imported everything (about 1.5 s)."""
         self.close()
+        if self.retired:
+            raise InfrastructureError("the grader is stopping: no grading worker is started any more")
         if self.sandbox.bwrap:
             home, cwd = "/tmp", "/"
         else:
@@ -216,6 +219,21 @@ class Worker:
         if self._scratch is not None:
             self._scratch.cleanup()
             self._scratch = None
+
+    def kill(self) -> None:
+        """For a run that is stopping, from any thread: kill the zygote and every process of its sandbox and groups
+        now, and start no zygote again. Waits for nothing but the kernel (no lock, no reply), so that a signal
+        handler may call it whatever the worker was doing; ``close`` collects what is left."""
+        self.retired = True
+        popen = self.popen
+        if popen is not None:
+            # The zygote's session: bubblewrap (whose sandbox dies with it), or the zygote itself, whose students die
+            # with it (their parent-death signal).
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(popen.pid, signal.SIGKILL)
+        cgroup = self.cgroup
+        if cgroup is not None:
+            cgroup.close()  # what a submission moved out of the zygote's session killed too; the groups removed
 
     def _drain(self, stream: IO[bytes]) -> None:
         with stream:
@@ -378,6 +396,11 @@ class WorkerPool:
             if worker.alive and not worker.clean():
                 worker.close()  # started again on its next fork, in a fresh sandbox
             self._idle.put(worker)
+
+    def stop(self) -> None:
+        """End every worker at once, whatever it is grading (Worker.kill); ``close`` still follows."""
+        for worker in self._all:
+            worker.kill()
 
     def close(self) -> None:
         for worker in self._all:

@@ -29,7 +29,7 @@ from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.files import remove_partial_writes, write_text_atomic
-from grader.names import student_id
+from grader.names import student_id, terminal_text
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.accounting import (
     Accounting,
@@ -38,7 +38,7 @@ from grader.pipeline.accounting import (
     write_accounting,
     write_student_folders,
 )
-from grader.pipeline.backends import choose_backend, fresh_process
+from grader.pipeline.backends import choose_backend, closing, fresh_process
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.handback import Handback, check_handback, similarity, write_platform_files
 from grader.pipeline.recorder import Progress, Recorder, grader_failed
@@ -185,22 +185,25 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Found, out: Ou
             choices.planned(len(plan.to_grade), len(plan.reused))
         backend = choose_backend(spec, settings, pages, to_grade=len(plan.to_grade), jobs=choices.jobs,
                                  scheduler=choices.scheduler, job_processes=choices.job_processes)
-        stack.callback(backend.close)
+        stack.enter_context(closing(backend))  # stopped at once if the run ends early: a signal, a full disk
         recorder = Recorder(book, spec, root=settings.root, fingerprint=settings.fingerprint, out=out,
                             adjust=adjust, clock=clock, submissions=found.by_student, progress=choices.progress,
                             to_grade=len(plan.to_grade), folders=read_student_folders(out))
+        stack.enter_context(recorder.refusals(len(plan.to_grade) + len(plan.reused)))
         for stored in plan.reused:  # reported again before the back-end's results are taken
             recorder.report_again(stored)
         failed = recorder.take(backend.grade(plan.to_grade, clock))
         if failed:
-            print(f"note: the grader failed on {len(failed)} submission(s) ({', '.join(s.student for s in failed)}); "
-                  "grading them again in a fresh process", file=sys.stderr, flush=True)
+            names = ", ".join(terminal_text(s.student) for s in failed)
+            print(f"note: the grader failed on {len(failed)} submission(s) ({names}); grading them again in a fresh "
+                  "process", file=sys.stderr, flush=True)
             again = fresh_process(spec, settings, pages)
-            stack.callback(again.close)
+            stack.enter_context(closing(again))
             for submission, outcome, rendered in again.grade(failed, clock):
                 recorder.record(submission, outcome, rendered)  # what a second failure leaves, as it is
-    return _finish(spec, found, out, choices, plan, adjust, recorder, clock,
-                   processes=(backend.processes, backend.peak_mib), regraded=failed)
+    with recorder.refusals(len(plan.to_grade) + len(plan.reused)):
+        return _finish(spec, found, out, choices, plan, adjust, recorder, clock,
+                       processes=(backend.processes, backend.peak_mib), regraded=failed)
 
 
 def _finish(spec: Assignment, found: Found, out: OutputFolder, choices: RunChoices, plan: ResumePlan,

@@ -28,7 +28,7 @@ from typing import Any
 import grader
 from grader.check.load import load_assignment
 from grader.discover.gradescope import find_submission, read_submission_metadata
-from grader.execute import isolation
+from grader.execute import isolation, lifetime
 from grader.files import write_text_atomic
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission, grader_failed_result
@@ -99,7 +99,8 @@ def _in_a_fresh_process(root: Path, assignment: str, solutions_dir: Path, sandbo
     results_path = root / RESULTS
     results_path.unlink(missing_ok=True)
     source = str(Path(grader.__file__).resolve().parent.parent)  # where this grader is, installed or not
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH"))))}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (source, os.environ.get("PYTHONPATH")))),
+                   lifetime.OWNER_ENV: str(lifetime.this_process())}  # it ends with this process, killed or not
     subprocess.run([sys.executable, "-m", "grader", "gradescope-run", "--root", str(root), "--assignment",
                     assignment, "--solutions", str(solutions_dir), "--sandbox", sandbox, "--once"],
                    env=environment, check=False)

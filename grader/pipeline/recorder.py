@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from grader.adjust import Adjustments
 from grader.check.spec import Assignment
 from grader.discover import Submission
+from grader.errors import StorageError
 from grader.pipeline.backends import Arrival
 from grader.pipeline.stage_times import RenderTimes, StageClock
 from grader.pipeline.student_files import write_student_files
@@ -18,6 +20,7 @@ from grader.pipeline.submission_run import grader_failed_result
 from grader.record import Gradebook
 from grader.record.output import OutputFolder
 from grader.results import SubmissionResult
+from grader.storage import Refused
 
 Progress = Callable[[SubmissionResult, int, int], None]  # (result, graded so far, to grade in this run)
 
@@ -48,14 +51,29 @@ class Recorder:
         """Record every arrival but those the grader failed on, which are returned to be graded again."""
         failed = []
         for submission, outcome, rendered in arriving:
+            if isinstance(outcome, StorageError):  # a job process's write refused: ends the run, as the run's own
+                raise outcome
             if grader_failed(outcome):
                 failed.append(submission)
             else:
                 self.record(submission, outcome, rendered)
         return failed
 
+    @contextmanager
+    def refusals(self, total: int) -> Iterator[None]:
+        """A refused write (a full disk, a read-only folder) raised in the block says how far the run got: the
+        students recorded so far, of ``total``, stay."""
+        try:
+            yield
+        except Refused as exc:
+            raise exc.told(out=self.out.path, so_far=f"{len(self.summaries)} of {total} students graded and "
+                           "recorded so far, and kept: the same command, once that is fixed, goes on from there") \
+                from exc.__cause__
+
     def record(self, submission: Submission, outcome: SubmissionResult | BaseException,
                rendered: tuple[float, float] | None) -> None:
+        if isinstance(outcome, StorageError):
+            raise outcome
         if isinstance(outcome, SubmissionResult) and rendered is not None:
             result = outcome  # adjusted, its files written, by the job process that graded it
         else:

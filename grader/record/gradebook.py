@@ -21,6 +21,7 @@ from pathlib import Path
 from grader.errors import ConfigurationError
 from grader.record.result_json import ResultFormatError, result_from_json, result_to_json
 from grader.results import SubmissionResult
+from grader.storage import storing
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0
@@ -90,13 +91,16 @@ def _parse(text: str | None) -> SubmissionResult | None:
 
 class Gradebook:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Autocommit mode: every transaction is an explicit BEGIN ... COMMIT (see _transaction), DDL included.
-        self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        self.path = path
+        with storing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Autocommit mode: every transaction is an explicit BEGIN ... COMMIT (see _transaction), DDL included.
+            self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
-            self.connection.execute("PRAGMA journal_mode = WAL")
-            self.connection.execute("PRAGMA foreign_keys = ON")
-            self._migrate()
+            with storing(path):
+                self.connection.execute("PRAGMA journal_mode = WAL")
+                self.connection.execute("PRAGMA foreign_keys = ON")
+                self._migrate()
         except BaseException as exc:
             self.connection.close()
             if isinstance(exc, sqlite3.DatabaseError):
@@ -106,13 +110,15 @@ class Gradebook:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.connection.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.connection
-        except BaseException:
-            self.connection.execute("ROLLBACK")
-            raise
-        self.connection.execute("COMMIT")
+        with storing(self.path):  # "database or disk is full", a read-only gradebook: Refused
+            self.connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.connection
+            except BaseException:
+                if self.connection.in_transaction:  # SQLite itself rolls back on a full disk
+                    self.connection.execute("ROLLBACK")
+                raise
+            self.connection.execute("COMMIT")
 
     def _migrate(self) -> None:
         with self._transaction() as db:

@@ -14,13 +14,15 @@ from pathlib import Path
 
 from grader.errors import ConfigurationError
 from grader.record.output import OutputFolder
+from grader.storage import storing
 
 
 @contextmanager
 def output_lock(out_dir: Path) -> Iterator[None]:
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = OutputFolder(out_dir).lock
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    with storing(path):  # the first write of a run: a read-only or full OUT is said here
+        out_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -28,8 +30,9 @@ def output_lock(out_dir: Path) -> Iterator[None]:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             raise ConfigurationError(f"another grader (pid {holder}) is writing to {out_dir}; "
                                      "wait for it to finish or grade into another --out folder") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with storing(path):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)

@@ -44,11 +44,16 @@ def prctl(option: int, value: int) -> None:
         raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """SIGKILL when the process that forked this one ends (reset by a uid change: call it after dropping). Linux
-    only; elsewhere the zygote watches its parent itself (zygote.py)."""
+    only; elsewhere the zygote watches its parent itself (zygote.py).
+
+    ``parent``: the pid this process was started by. Should that parent have ended before the signal was set (it
+    would then never come), this process is an orphan already and ends now."""
     if LINUX:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:
+        os._exit(0)
 
 
 def not_dumpable() -> None:

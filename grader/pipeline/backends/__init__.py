@@ -1,8 +1,10 @@
 """Where a class's submissions are graded: the back-ends, one interface, one choice.
 
 Each back-end is built with the run's settings and has ``grade(to_grade, clock) -> Iterator[Arrival]`` (results in
-the order they finish, each stage's time added to ``clock``), ``close()``, and ``processes``/``peak_mib`` (grading
-processes of this machine besides the run's own, and the largest of their peak memories):
+the order they finish, each stage's time added to ``clock``), ``close()``, ``stop()`` (for a run that ends before its
+results are in: a signal, a full disk; what is being graded is abandoned, its processes killed, not waited for), and
+``processes``/``peak_mib`` (grading processes of this machine besides the run's own, and the largest of their peak
+memories):
 
 - ``Threads`` (threads.py): threads of the run's own process, each with a warm worker; a small class's.
 - ``Processes`` (processes.py): job processes that also write the students' pages, for a large class; what a job
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Protocol
 
 from grader.check.spec import Assignment
@@ -31,7 +34,22 @@ class Backend(Protocol):
 
     def grade(self, to_grade: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]: ...
 
+    def stop(self) -> None: ...
+
     def close(self) -> None: ...
+
+
+@contextmanager
+def closing(backend: Backend) -> Iterator[Backend]:
+    """``backend``, closed when the block ends, and stopped first when the block ends by an exception."""
+    try:
+        yield backend
+    except BaseException:
+        with suppress(Exception):  # what ended the run is what it reports
+            backend.stop()
+        raise
+    finally:
+        backend.close()
 
 
 def choose_backend(spec: Assignment, settings: RunSettings, pages: PagesSettings, *, to_grade: int,
@@ -57,4 +75,5 @@ def fresh_process(spec: Assignment, settings: RunSettings, pages: PagesSettings)
     return Processes(1, spec, settings, pages)
 
 
-__all__ = ["PROCESSES_FROM", "Arrival", "Backend", "Processes", "Threads", "choose_backend", "fresh_process"]
+__all__ = ["PROCESSES_FROM", "Arrival", "Backend", "Processes", "Threads", "choose_backend", "closing",
+           "fresh_process"]

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
@@ -134,6 +135,7 @@ class Dask:
             raise ConfigurationError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
         self.spec = spec
         self.settings = settings
+        self._waiting: dict[str, Any] = {}  # this run's futures on the cluster, by key, until each is taken
 
     def grade(self, to_grade: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]:
         """The stages' times are the workers' own, not added to ``clock``."""
@@ -148,6 +150,7 @@ class Dask:
             future = self.client.submit(grade_parcel, parcel, self.settings, pure=False,
                                         key=f"grade-{self.settings.assignment}-{submission.student}-{id(submission)}")
             owners[future.key] = (submission, future)
+            self._waiting[future.key] = future
         for submission in refused:  # refused unread: graded here, without running anything
             yield submission, grade_for_run(submission, self.spec, self.settings), None
         for future in as_completed([future for _, future in owners.values()]):
@@ -157,7 +160,14 @@ class Dask:
             except Exception as exc:  # the worker's own failure: this submission's result says so
                 yield submission, exc, None
             finally:
+                self._waiting.pop(future.key, None)
                 future.release()
+
+    def stop(self) -> None:
+        """Cancel this run's tasks: the scheduler forgets those not started, and a task running on a worker runs to
+        its end there (a thread cannot be interrupted), its result dropped. Closing the client, or losing it (the run
+        killed), releases them all the same: the scheduler forgets every task no client wants."""
+        self.client.cancel(list(self._waiting.values()), force=True)
 
     def close(self) -> None:
         self.client.close()

@@ -14,14 +14,23 @@ references; only the student's processes, forked from their zygotes, hold torch)
 two seconds of one core before the first result. What comes back is the result as JSON (result_json), as from
 a Dask worker (dask.py), and each stage's seconds. A job process that dies (killed, out of memory) takes no
 result with it: what it left is graded by threads of the run's own process (``Processes``, threads.py).
+
+A job process ends with the run however the run ends: asked to (SIGTERM or SIGHUP, from ``JobProcesses.stop``: it
+kills its warm worker and exits at once, whatever it was grading), or on its own when the run's process has ended,
+which it watches (grader/execute/lifetime.py: its parent is the job server, not the run). A terminal's Ctrl-C reaches
+the job processes too, as members of the run's process group: they leave it to the run, which stops them.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.util
+import os
 import resource
+import signal
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -31,7 +40,7 @@ from grader.adjust import Adjustments
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Submission
-from grader.execute import isolation
+from grader.execute import isolation, lifetime
 from grader.execute.workers import WorkerPool
 from grader.pipeline.backends.arrival import Arrival
 from grader.pipeline.backends.threads import Threads
@@ -42,11 +51,31 @@ from grader.pipeline.submission_run import grade_for_run
 from grader.record.result_json import result_from_json, result_to_json
 
 PROCESSES_FROM = 40  # submissions to grade, at least, for jobs to be processes rather than threads
+STOP_SECONDS = 3.0  # for a job process asked to stop to kill its worker and exit; then it is killed
 
 _job: dict[str, Any] = {}  # in a job process: its settings, assignment and warm worker
 
 
-def _start_job(settings: RunSettings, pages: PagesSettings) -> None:
+def _end_job(signum: int, _frame: object) -> None:
+    """In a job process asked to stop: its worker killed (and its groups removed), then out at once, without
+    unwinding what it was doing or running multiprocessing's finalizers, which wait for the worker's zygote."""
+    pool = _job.get("pool")
+    if pool is not None:
+        pool.stop()
+    os._exit(128 + signum)
+
+
+def _leave_to_the_run(_signum: int, _frame: object) -> None:
+    pass
+
+
+def _start_job(settings: RunSettings, pages: PagesSettings, run: lifetime.Owner) -> None:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _end_job)
+    # The run decides what a Ctrl-C stops, and stops this process. Handled rather than ignored: an ignored signal
+    # would stay ignored in the zygotes and students this process starts.
+    signal.signal(signal.SIGINT, _leave_to_the_run)
+    lifetime.stop_when_gone(run, STOP_SECONDS)  # a run killed outright does not stop its job processes itself
     pool = WorkerPool(size=1, sandbox=isolation.detect(settings.sandbox), device=settings.device,
                       limits=settings.limits)
     # A job process ends through multiprocessing, which runs its finalizers, not atexit's handlers.
@@ -84,7 +113,7 @@ class JobProcesses:
 
     def __init__(self, jobs: int, settings: RunSettings, pages: PagesSettings) -> None:
         self.executor = ProcessPoolExecutor(max_workers=jobs, mp_context=_context(), initializer=_start_job,
-                                            initargs=(settings, pages))
+                                            initargs=(settings, pages, lifetime.this_process()))
         self.size = jobs
         self.failure = ""  # why the job processes stopped, when they did
         self.peak_mib = 0  # the largest peak memory a job process reported
@@ -110,6 +139,22 @@ class JobProcesses:
                 clock.add(stage, spent)
             self.peak_mib = max(self.peak_mib, peak)
             yield submission, result_from_json(text), rendered
+
+    def stop(self) -> None:
+        """End the job processes now, without waiting for what they are grading: each is asked to stop (it kills
+        its warm worker), and killed if it has not within STOP_SECONDS. The executor's own shutdown would wait for
+        every running submission, and so would its exit handler."""
+        running = list((getattr(self.executor, "_processes", None) or {}).values())  # no public way to reach them
+        for process in running:
+            process.terminate()
+        deadline = time.monotonic() + STOP_SECONDS
+        while running and time.monotonic() < deadline:
+            # Their sentinels say they ended, without reading the exit status that the executor's thread reads.
+            ended = multiprocessing.connection.wait([p.sentinel for p in running], deadline - time.monotonic())
+            running = [p for p in running if p.sentinel not in ended]
+        for process in running:
+            process.kill()
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
@@ -142,6 +187,10 @@ class Processes:
             print(f"warning: the grading processes stopped ({self.jobs.failure or 'no reason given'}); grading "
                   f"the {len(lost)} submission(s) left in this process", file=sys.stderr, flush=True)
             yield from self.fallback.grade(lost, clock)
+
+    def stop(self) -> None:
+        self.jobs.stop()
+        self.fallback.stop()
 
     def close(self) -> None:
         self.fallback.close()

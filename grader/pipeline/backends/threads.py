@@ -31,11 +31,15 @@ class Threads:
         self.spec = spec
         self.settings = settings
         self._stack = ExitStack()  # the warm workers and threads, closed with the back-end
+        self._warm: list[WorkerPool] = []
+        self._threads: list[ThreadPoolExecutor] = []
 
     def grade(self, to_grade: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]:
         warm = self._stack.enter_context(WorkerPool(size=self.workers, sandbox=isolation.detect(self.settings.sandbox),
                                                     device=self.settings.device, limits=self.settings.limits))
         pool = self._stack.enter_context(ThreadPoolExecutor(max_workers=self.workers))  # shut down before the workers
+        self._warm.append(warm)
+        self._threads.append(pool)
 
         # Results go through a queue, not the futures: a finished future keeps its result for as long as the future
         # is held, and the whole class's results would stay in memory until the end of the run.
@@ -54,6 +58,14 @@ class Threads:
         for _ in to_grade:
             submission, outcome = arrived.get()
             yield submission, outcome, None
+
+    def stop(self) -> None:
+        """Grade nothing more, and end what is being graded: its worker killed, the thread grading it ends at once
+        (``close`` then waits for it); the executor's own shutdown would wait for every submission started."""
+        for pool in self._threads:
+            pool.shutdown(wait=False, cancel_futures=True)
+        for warm in self._warm:
+            warm.stop()
 
     def close(self) -> None:
         self._stack.close()

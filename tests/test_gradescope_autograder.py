@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from grader.record.output import OutputFolder
+
 from .conftest import ROOT, SAMPLES
 
 ASSIGNMENT = "attention_scoring"
@@ -214,7 +216,7 @@ def test_a_student_draws_the_same_cases_from_an_export_and_from_the_autograder(
     lines.append("  :created_at: 2024-03-01 14:22:32.365935000 -07:00")
     (export / "submission_metadata.yml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (from_export,) = grade_class(assignment=ASSIGNMENT, submissions_dir=export, out_dir=tmp_path / "out").results
-    exported = json.loads((tmp_path / "out" / "students" / from_export.student / "results.json").read_text())
+    exported = json.loads(OutputFolder(tmp_path / "out").student(from_export.student).results_json.read_text())
     # The same upload in Gradescope's autograder, whose metadata also carries Gradescope's own user id
     root = fake_autograder(tmp_path, autograder_zip, {"attention.py": upload},
                            {**METADATA, "users": [{**submitter, "id": 1234}]})

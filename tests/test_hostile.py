@@ -233,7 +233,8 @@ def test_no_file_outside_the_scratch_folders_changed(hostile: HostileRun) -> Non
     assert not Path(f"/tmp/{MARKER}").exists()
     assert not (ROOT / "planted.txt").exists()
     expected_names = {"index.html", "grades.csv", "report.html", "instructor.html", "results.json", ".grader.lock",
-                      "manual.csv", "lms.csv"}  # the written answers to mark; the LMS gradebook import
+                      "manual.csv", "lms.csv",  # the written answers to mark; the LMS gradebook import
+                      "accounting.json", "student-folders.json"}  # what the run found and wrote; whose folder is whose
     unexpected = [p for p in hostile.out.rglob("*")
                   if p.is_file() and p.name not in expected_names and not p.name.startswith("gradebook.sqlite")
                   and not (p.parent == hostile.out / "similar" and p.suffix == ".html")]  # the instructor's pairs

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,9 @@ canvas_names = st.lists(st.text(st.characters(categories=("Ll", "Lo", "Nd")), mi
 # An SID is typed by the student and never becomes a file name by itself: any length.
 _sids = st.one_of(st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30),
                   st.text(st.characters(exclude_categories=("Cs",)), min_size=250, max_size=400))
-gradescope_people = st.lists(st.tuples(texts(max_size=60), _sids), min_size=1, max_size=4)
+# One submission each: a student in two submissions (graded on the newer) is tested in test_import_layouts.py.
+gradescope_people = st.lists(st.tuples(texts(max_size=60), _sids), min_size=1, max_size=4,
+                             unique_by=lambda person: submitter_id({"sid": person[1]}) or person[0])
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ def flat_bytes(folder: Path, ids: list[bytes], code: str) -> Built:
     return Built(folder, frozenset(student_id(os.fsdecode(i)) for i in ids), {})
 
 
-def nbgrader(folder: Path, ids: list[str], code: str, assignment: str) -> Built:
+def nbgrader(folder: Path, ids: list[str], code: str, assignment: str = "toy") -> Built:
     for ident in ids:
         work = folder / "submitted" / ident / assignment
         work.mkdir(parents=True, exist_ok=True)
@@ -133,3 +136,14 @@ def canvas(folder: Path, names: list[str], code: str) -> Built:
         (folder / f"{name}_{number}_{number + 50000}_work.py").write_text(code, encoding="utf-8")
     return Built(folder, frozenset(str(n) for n in range(3001, 3001 + len(names))),
                  {str(n): name for n, name in enumerate(names, start=3001)})
+
+
+# Each kind of class folder the tests draw: (the layout the grader must find, the people, how to build the folder).
+CLASSES: dict[str, tuple[str, st.SearchStrategy, Callable[[Path, list, str], Built]]] = {
+    "flat": ("flat", flat_ids, flat),
+    "flat, names not UTF-8": ("flat", byte_ids, flat_bytes),
+    "nbgrader": ("nbgrader", folder_ids, nbgrader),
+    "gradescope": ("gradescope", gradescope_people, gradescope),
+    "moodle": ("moodle", moodle_names, moodle),
+    "canvas": ("canvas", canvas_names, canvas),
+}

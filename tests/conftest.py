@@ -18,6 +18,24 @@ ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"  # sample submissions, a folder per assignment
 SAMPLES = SUBMISSIONS / "attention_scoring"
 FIXTURE_SOLUTIONS = ROOT / "tests" / "fixtures" / "solutions"
+# A submission that earns full marks in the toy assignment (tests/fixtures/solutions/toy), the smallest to grade.
+TOY_CORRECT = """\
+def scale(x):
+    return x * 2
+
+
+def twice_scaled(x):
+    return scale(scale(x))
+
+
+N = 0
+
+
+def bump():
+    global N
+    N += 1
+    return N
+"""
 
 
 # Property-based tests draw the same examples on every run (derandomize), so that a suite that passed passes again and

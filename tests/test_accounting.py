@@ -19,31 +19,15 @@ from grader.names import file_name
 from grader.paths import PROJECT_ROOT
 
 from . import class_folders
+from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT
 
-SOLUTIONS = PROJECT_ROOT / "tests" / "fixtures" / "solutions"
-RIGHT = """\
-def scale(x):
-    return 2 * x
-
-
-def twice_scaled(x):
-    return scale(scale(x))
-
-
-count = 0
-
-
-def bump():
-    global count
-    count += 1
-    return count
-"""
-WRONG = RIGHT.replace("return 2 * x", "return 3 * x")
+WRONG = TOY_CORRECT.replace("return x * 2", "return x * 3")
+assert WRONG != TOY_CORRECT
 
 
 def grade(submissions: Path, out: Path, *args: str, expect: int = 0) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "grader", "grade", "toy", str(submissions), "--out", str(out),
-                           "--solutions", str(SOLUTIONS), "--jobs", "1", *args],
+                           "--solutions", str(FIXTURE_SOLUTIONS), "--jobs", "1", *args],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == expect, done.stdout + done.stderr
     return done
@@ -62,14 +46,14 @@ def test_everything_found_is_accounted_for_by_name(tmp_path: Path) -> None:
     on the terminal, in accounting.json and on the dashboard; none passed over."""
     folder = tmp_path / "class"
     folder.mkdir()
-    (folder / "ana.py").write_text(RIGHT, encoding="utf-8")
+    (folder / "ana.py").write_text(TOY_CORRECT, encoding="utf-8")
     (folder / "bo.ipynb").write_text("{}", encoding="utf-8")
     (folder / "bo.py").write_text(WRONG, encoding="utf-8")
     os.utime(folder / "bo.ipynb", (1_700_000_000, 1_700_000_000))  # older: bo.py is graded
     (folder / ".DS_Store").write_bytes(b"\0\0\0\1Bud1")
     (folder / "__MACOSX").mkdir()
     (folder / "._ana.py").write_bytes(b"\0\5\26\7")
-    (folder / ".cy.py").write_text(RIGHT, encoding="utf-8")
+    (folder / ".cy.py").write_text(TOY_CORRECT, encoding="utf-8")
     (folder / "notes.txt").write_text("grade these", encoding="utf-8")
     out = tmp_path / "out"
     said = grade(folder, out).stdout
@@ -85,7 +69,7 @@ def test_everything_found_is_accounted_for_by_name(tmp_path: Path) -> None:
 
 
 def test_a_graded_student_missing_from_the_moodle_worksheet_is_an_error_naming_them(tmp_path: Path) -> None:
-    download = class_folders.moodle(tmp_path / "download", [".Ana Díaz", "Bo Chen", "Cy Diaz"], RIGHT).folder
+    download = class_folders.moodle(tmp_path / "download", [".Ana Díaz", "Bo Chen", "Cy Diaz"], TOY_CORRECT).folder
     worksheet = tmp_path / "Grades.csv"
     worksheet.write_text("Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,"
                          "Last modified (submission),Last modified (grade),Feedback comments\n"
@@ -107,7 +91,8 @@ def test_a_graded_student_missing_from_the_moodle_worksheet_is_an_error_naming_t
 
 
 def test_a_canvas_gradebook_a_spreadsheet_re_saved_still_takes_every_grade(tmp_path: Path) -> None:
-    download = class_folders.canvas(tmp_path / "download", ["lovelaceada", "hoppergrace", "díazjosé"], RIGHT).folder
+    download = class_folders.canvas(tmp_path / "download", ["lovelaceada", "hoppergrace", "díazjosé"],
+                                    TOY_CORRECT).folder
     gradebook = tmp_path / "gradebook.csv"
     rows = ["Student,ID,SIS User ID,SIS Login ID,Section,Toy assignment (77)",
             "    Points Possible,,,,,4.00"]
@@ -125,7 +110,7 @@ def test_a_canvas_gradebook_a_spreadsheet_re_saved_still_takes_every_grade(tmp_p
 
 
 def test_a_canvas_student_missing_from_the_gradebook_is_an_error(tmp_path: Path) -> None:
-    download = class_folders.canvas(tmp_path / "download", ["lovelaceada", "hoppergrace"], RIGHT).folder
+    download = class_folders.canvas(tmp_path / "download", ["lovelaceada", "hoppergrace"], TOY_CORRECT).folder
     gradebook = tmp_path / "gradebook.csv"
     gradebook.write_text('Student,ID,SIS User ID,SIS Login ID,Section,Toy assignment (77)\n'
                          '"Lovelace, Ada",3001,S1,a@x.edu,A,\n', encoding="utf-8")
@@ -134,7 +119,7 @@ def test_a_canvas_student_missing_from_the_gradebook_is_an_error(tmp_path: Path)
 
 
 def test_a_platform_file_for_another_platform_is_refused_before_grading(tmp_path: Path) -> None:
-    folder = class_folders.flat(tmp_path / "class", ["ana"], RIGHT).folder
+    folder = class_folders.flat(tmp_path / "class", ["ana"], TOY_CORRECT).folder
     worksheet = tmp_path / "Grades.csv"
     worksheet.write_text("Identifier,Grade,Last modified (grade)\n", encoding="utf-8")
     done = grade(folder, tmp_path / "out", "--moodle-worksheet", str(worksheet), expect=2)
@@ -146,7 +131,7 @@ def test_one_long_gradescope_sid_and_long_non_ascii_names_grade_the_whole_class(
     """A 300-character SID and two long non-ASCII full names whose code is the same: every page, the similar pair's
     page, grades.csv and the dashboard are written (each name bounded as a file name); the ids stay whole."""
     sid = "Ü" * 300
-    export = class_folders.gradescope(tmp_path / "export", [("Ana", sid), ("Bo", "1002")], RIGHT).folder
+    export = class_folders.gradescope(tmp_path / "export", [("Ana", sid), ("Bo", "1002")], TOY_CORRECT).folder
     out = tmp_path / "gs"
     grade(export, out)
     assert {r["student"] for r in table(out / "grades.csv")} == {sid, "1002"}
@@ -157,8 +142,8 @@ def test_one_long_gradescope_sid_and_long_non_ascii_names_grade_the_whole_class(
     folder = tmp_path / "class"
     folder.mkdir()
     for name in names:
-        (folder / f"{name}.py").write_text(RIGHT + "\n\ndef extra(a, b):\n    total = 0\n    for i in range(a):\n"
-                                           "        total += i * b\n    return total\n", encoding="utf-8")
+        (folder / f"{name}.py").write_text(TOY_CORRECT + "\n\ndef extra(a, b):\n    total = 0\n    for i in range(a):"
+                                           "\n        total += i * b\n    return total\n", encoding="utf-8")
     out = tmp_path / "flat"
     grade(folder, out, "--similarity-threshold", "0.1")
     assert len(list((out / "similar").glob("*.html"))) == 1
@@ -207,7 +192,7 @@ def test_ids_differing_only_in_case_get_their_own_pages_on_a_case_insensitive_di
         tmp_path: Path, case_insensitive_disk: Path) -> None:
     folder = tmp_path / "class"
     folder.mkdir()
-    (folder / "Ana.py").write_text(RIGHT, encoding="utf-8")  # full marks
+    (folder / "Ana.py").write_text(TOY_CORRECT, encoding="utf-8")  # full marks
     (folder / "ana.py").write_text(WRONG, encoding="utf-8")  # another student, another score
     out = case_insensitive_disk / "out"
     grade(folder, out)

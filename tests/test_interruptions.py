@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURE_SOLUTIONS, ROOT
+from .conftest import FIXTURE_SOLUTIONS, ROOT, TOY_CORRECT
 
 pytestmark = pytest.mark.slow
 
@@ -35,26 +35,9 @@ LARGE = 40  # a class this large is graded by job processes (PROCESSES_FROM); a 
 PR_SET_CHILD_SUBREAPER = 36
 GONE_WITHIN_S = 5.0  # every process the grader started, after the signal
 STOPPED_WITHIN_S = 5.0  # SIGTERM, SIGHUP, SIGINT to exit, while each submission being graded has up to 15 s to go
-FAST = """\
-def scale(x):
-    return x * 2
-
-
-def twice_scaled(x):
-    return scale(scale(x))
-
-
-N = 0
-
-
-def bump():
-    global N
-    N += 1
-    return N
-"""
 # Loading takes 15 s (three statements of 5 s, each under the unit limit given on the command line): a grader that
 # waited for the submissions it is grading would take that long to stop.
-SLOW = "import time\n\ntime.sleep(5)\ntime.sleep(5)\ntime.sleep(5)\n\n" + FAST
+SLOW = "import time\n\ntime.sleep(5)\ntime.sleep(5)\ntime.sleep(5)\n\n" + TOY_CORRECT
 SLOW_LIMITS = ("--limit", "unit_seconds=10", "--limit", "submission_seconds=120")
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -253,7 +236,7 @@ def test_after_sigkill_without_a_sandbox_no_process_is_left(tmp_path: Path) -> N
 
 
 def test_after_sigkill_no_process_is_left_and_the_same_command_grades_only_the_rest(tmp_path: Path) -> None:
-    submissions = toy_class(tmp_path / "class", LARGE, FAST)
+    submissions = toy_class(tmp_path / "class", LARGE, TOY_CORRECT)
     out = tmp_path / "out"
     argv = command(submissions, out)
     with watched() as before:

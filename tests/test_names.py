@@ -36,7 +36,7 @@ from grader.similar import write_similarity
 
 from . import class_folders
 from .class_folders import Built
-from .conftest import FIXTURE_SOLUTIONS
+from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT
 from .test_csv_cells import no_formula, parse
 
 CODE = "def scale(x):\n    return 2 * x\n\n\ndef twice_scaled(x):\n    return scale(scale(x))\n" * 3
@@ -145,40 +145,13 @@ def check_class(build: Callable[[Path], Built], layout: str) -> None:
                     assert len(archive.namelist()) == n
 
 
-@settings(max_examples=15)
-@given(class_folders.flat_ids)
-def test_a_flat_folder_of_any_names(students: list[str]) -> None:
-    check_class(lambda folder: class_folders.flat(folder, students, CODE), "flat")
-
-
+@pytest.mark.parametrize("kind", list(class_folders.CLASSES))
 @settings(max_examples=10)
-@given(class_folders.byte_ids)
-def test_a_flat_folder_of_names_that_are_not_utf8(students: list[bytes]) -> None:
-    check_class(lambda folder: class_folders.flat_bytes(folder, students, CODE), "flat")
-
-
-@settings(max_examples=10)
-@given(class_folders.folder_ids)
-def test_an_nbgrader_folder_of_any_names(students: list[str]) -> None:
-    check_class(lambda folder: class_folders.nbgrader(folder, students, CODE, "toy"), "nbgrader")
-
-
-@settings(max_examples=10)
-@given(class_folders.gradescope_people)
-def test_a_gradescope_export_of_any_names_and_sids(people: list[tuple[str, str]]) -> None:
-    check_class(lambda folder: class_folders.gradescope(folder, people, CODE), "gradescope")
-
-
-@settings(max_examples=10)
-@given(class_folders.moodle_names)
-def test_a_moodle_download_of_any_names(names: list[str]) -> None:
-    check_class(lambda folder: class_folders.moodle(folder, names, CODE), "moodle")
-
-
-@settings(max_examples=10)
-@given(class_folders.canvas_names)
-def test_a_canvas_download_of_any_names(names: list[str]) -> None:
-    check_class(lambda folder: class_folders.canvas(folder, names, CODE), "canvas")
+@given(data=st.data())
+def test_any_names_in_every_layout_through_every_writer(kind: str, data: st.DataObject) -> None:
+    layout, people, build = class_folders.CLASSES[kind]
+    drawn = data.draw(people)
+    check_class(lambda folder: build(folder, drawn, CODE), layout)
 
 
 @pytest.mark.parametrize("name", [".Ana Díaz", "..", ". Bo"])
@@ -190,29 +163,18 @@ def test_a_moodle_participant_whose_name_begins_with_a_dot_is_graded(tmp_path: P
     assert {s.name for s in found.submissions} == {name.strip(), "Cy Diaz"}
 
 
-RIGHT = CODE + "\n\ncount = 0\n\n\ndef bump():\n    global count\n    count += 1\n    return count\n"
-BUILDERS: dict[str, tuple[st.SearchStrategy, Callable[[Path, list], Built]]] = {
-    "flat": (class_folders.flat_ids, lambda folder, ids: class_folders.flat(folder, ids, RIGHT)),
-    "nbgrader": (class_folders.folder_ids, lambda folder, ids: class_folders.nbgrader(folder, ids, RIGHT, "toy")),
-    "gradescope": (class_folders.gradescope_people, lambda folder, people: class_folders.gradescope(folder, people,
-                                                                                                    RIGHT)),
-    "moodle": (class_folders.moodle_names, lambda folder, names: class_folders.moodle(folder, names, RIGHT)),
-    "canvas": (class_folders.canvas_names, lambda folder, names: class_folders.canvas(folder, names, RIGHT)),
-}
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("layout", sorted(BUILDERS))
-def test_a_class_of_any_names_is_graded_for_real(layout: str) -> None:
+@pytest.mark.parametrize("kind", list(class_folders.CLASSES))
+def test_a_class_of_any_names_is_graded_for_real(kind: str) -> None:
     """The real grader, sandbox included, on a class whose names Hypothesis draws: everyone graded with full marks
     (their seeds drawn from ids in any script), every page written, every grade placed."""
-    strategy, build = BUILDERS[layout]
+    layout, strategy, build = class_folders.CLASSES[kind]
 
     @settings(max_examples=2)
     @given(strategy)
     def graded(people: list) -> None:
         with tempfile.TemporaryDirectory() as scratch:
-            built = build(Path(scratch) / "class", people)
+            built = build(Path(scratch) / "class", people, TOY_CORRECT)
             run = grade_class(assignment="toy", submissions_dir=built.folder, out_dir=Path(scratch) / "out",
                               solutions_dir=FIXTURE_SOLUTIONS, layout=layout, jobs=1)
             assert {r.student for r in run.summaries} == built.students

@@ -18,30 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURE_SOLUTIONS, ROOT
+from .conftest import FIXTURE_SOLUTIONS, ROOT, TOY_CORRECT
 
 pytestmark = pytest.mark.slow
 
 CLASS_SIZE = 40  # job processes grade a class this large (PROCESSES_FROM): their writes fail too, not only the run's
 # Room for the gradebook's journal and the pages of a few students of the toy assignment (about 70 KiB each), not 40.
 SMALL_DISK = "600k"
-TOY = """\
-def scale(x):
-    return x * 2
-
-
-def twice_scaled(x):
-    return scale(scale(x))
-
-
-N = 0
-
-
-def bump():
-    global N
-    N += 1
-    return N
-"""
 
 
 def _mount(*args: str) -> subprocess.CompletedProcess[str]:
@@ -65,7 +48,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def toy_class(folder: Path, size: int) -> Path:
     folder.mkdir()
     for index in range(size):
-        (folder / f"s{index:02d}.py").write_text(TOY, encoding="utf-8")
+        (folder / f"s{index:02d}.py").write_text(TOY_CORRECT, encoding="utf-8")
     return folder
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from grader.discover.finder import Submission, candidates, choose_submission, modified_at
+from grader.names import student_id
 from grader.times import parse_submission_time
 
 SUBMISSION_METADATA = "submission_metadata.json"  # in the autograder's root, beside submission/
-# Characters a student id may not carry into a folder name (OUT/students/<id>/): anything but letters, digits, @ . + -
+# Characters a Gradescope id does not keep: anything but letters, digits, @ . + - (the folder name is grader.names')
 _UNSAFE = re.compile(r"[^\w@.+-]")
 # The SID matches the course roster and the LMS; else the e-mail, which Gradescope accounts always have; else the
 # name. Not Gradescope's user id: the export does not carry it, and a student graded from the export would then get
@@ -30,8 +31,10 @@ ID_KEYS = ("sid", "email", "name")
 
 
 def safe_student_id(raw: str) -> str:
-    """``raw`` as a student id that is also a safe folder name (OUT/students/<id>/): other characters become _."""
-    return _UNSAFE.sub("_", raw.strip()).lstrip(".")
+    """``raw`` as a student id: in NFC (``grader.names.student_id``, as every layout's ids are, so that the export and
+    the autograder give a student one id, and one set of random cases), characters other than letters, digits and
+    ``@ . + -`` made _ (the rule ids from Gradescope have always followed)."""
+    return _UNSAFE.sub("_", student_id(raw).strip()).lstrip(".")
 
 
 def _text(value: Any) -> str:

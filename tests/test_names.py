@@ -27,6 +27,7 @@ from grader.export.moodle import write_moodle_exports
 from grader.names import MAX_BYTES, file_name, readable, student_id
 from grader.pipeline import grade_class
 from grader.pipeline.accounting import Accounting, pages_placed
+from grader.pipeline.self_check import check_submission
 from grader.pipeline.student_files import write_student_files
 from grader.record import write_grades_csv, write_lms_csv
 from grader.record.output import OutputFolder
@@ -185,3 +186,15 @@ def test_a_class_of_any_names_is_graded_for_real(kind: str) -> None:
             assert len({on_any_disk(f) for f in folders}) == len(folders)
 
     graded()
+
+
+@pytest.mark.slow
+def test_a_self_check_writes_inside_its_folder_whatever_the_file_is_called(tmp_path: Path) -> None:
+    """``grader check ...py``: the file's stem is "..", which as a folder name would put the report beside --out."""
+    submission = tmp_path / "...py"
+    submission.write_text(TOY_CORRECT, encoding="utf-8")
+    out = tmp_path / "checks" / "out"
+    check = check_submission(path=submission, out_dir=out, assignment="toy", solutions_dir=FIXTURE_SOLUTIONS)
+    assert check.report.is_file() and check.report.is_relative_to(out)
+    assert check.report.parent.parent == out
+    assert not (tmp_path / "checks" / "report.html").exists()

@@ -110,12 +110,17 @@ def test_a_canvas_gradebook_a_spreadsheet_re_saved_still_takes_every_grade(tmp_p
 
 
 def test_a_canvas_student_missing_from_the_gradebook_is_an_error(tmp_path: Path) -> None:
-    download = class_folders.canvas(tmp_path / "download", ["lovelaceada", "hoppergrace"], TOY_CORRECT).folder
+    """Hopper is not in the export; Turing's id a spreadsheet wrote in scientific notation, which holds no id: both
+    are named, and the run says what happened to the ID column."""
+    download = class_folders.canvas(tmp_path / "download", ["lovelaceada", "hoppergrace", "turingalan"],
+                                    TOY_CORRECT).folder
     gradebook = tmp_path / "gradebook.csv"
     gradebook.write_text('Student,ID,SIS User ID,SIS Login ID,Section,Toy assignment (77)\n'
-                         '"Lovelace, Ada",3001,S1,a@x.edu,A,\n', encoding="utf-8")
+                         '"Lovelace, Ada",3001,S1,a@x.edu,A,\n"Turing, Alan",3.003E+03,S3,t@x.edu,A,\n',
+                         encoding="utf-8")
     done = grade(download, tmp_path / "out", "--canvas-gradebook", str(gradebook), "--no-similarity", expect=4)
-    assert "user 3002 (hoppergrace)" in done.stderr
+    assert "user 3002 (hoppergrace)" in done.stderr and "user 3003 (turingalan)" in done.stderr
+    assert "scientific notation (3.003E+03)" in done.stdout
 
 
 def test_a_platform_file_for_another_platform_is_refused_before_grading(tmp_path: Path) -> None:

@@ -123,9 +123,10 @@ def test_detected_by_auto_and_named_by_layout(tmp_path: Path) -> None:
 # ----- the gradebook CSV ----------------------------------------------------------------------------------------------
 def test_gradebook_filled_as_canvas_imports_it(tmp_path: Path) -> None:
     original = GRADEBOOK.read_text(encoding="utf-8-sig")
-    text, chosen, missing, reread, _students = fill_gradebook(
-        GRADEBOOK, {"1001": 100.0, "1002": 87.5, "1005": 33.333333, "4242": 5.0}, names=["attention_scoring"])
-    assert reread == []
+    filled = fill_gradebook(GRADEBOOK, {"1001": 100.0, "1002": 87.5, "1005": 33.333333, "4242": 5.0},
+                            names=["attention_scoring"])
+    text, chosen, missing = filled.text, filled.column, filled.missing
+    assert filled.reread == filled.mangled == []
     assert chosen == COLUMN
     assert missing == ["4242"]
     assert text.startswith("\ufeff")  # the export's byte-order mark is kept

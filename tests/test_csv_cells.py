@@ -351,8 +351,8 @@ def test_canvas_gradebook_filled_in_keeps_every_other_cell(tmp_path: Path, peopl
     buffer = io.StringIO()
     csv.writer(buffer, delimiter=delimiter, lineterminator=newline, quoting=csv.QUOTE_ALL).writerows(rows)
     export.write_text((BOM if bom else "") + buffer.getvalue(), encoding="utf-8", newline="")
-    text, column, missing, _reread, _students = fill_gradebook(export, {"1001": 87.5, "4242": 1.0},
-                                                               names=["attention_scoring"])
+    filled = fill_gradebook(export, {"1001": 87.5, "4242": 1.0}, names=["attention_scoring"])
+    text, column, missing = filled.text, filled.column, filled.missing
     assert (column, missing) == ("Attention Scoring (3001)", ["4242"])
     assert text.startswith(BOM) == bom
     table = list(csv.reader(io.StringIO(text.removeprefix(BOM), newline=""), delimiter=delimiter))

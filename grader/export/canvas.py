@@ -126,10 +126,13 @@ class Filled(NamedTuple):
     missing: list[str]  # user ids graded and not found in it
     reread: list[str]  # ID cells a spreadsheet had rewritten ("3001.0"), written back as Canvas's ids
     students: int  # student rows in it
+    mangled: list[str]  # ID cells a spreadsheet wrote in scientific notation ("3.001E+03"): no id is in them
 
 
-# What a spreadsheet makes of an all-digit id it re-saves: a number with a decimal point ("3001.0", "3001,00").
+# What a spreadsheet makes of an all-digit id it re-saves: a number with a decimal point ("3001.0", "3001,00"); or,
+# in a narrow column, a number in scientific notation ("3.001E+03"), whose digits may be lost: never read as an id.
 _RESAVED = re.compile(r"(?P<id>\d+)[.,]0+")
+_SCIENTIFIC = re.compile(r"\d(?:[.,]\d+)?[eE][+-]?\d+")
 
 
 def _canvas_id(cell: str) -> tuple[str, bool]:
@@ -155,12 +158,15 @@ def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | N
                                  "Possible cell says so): Canvas would ignore the scores")
     filled: list[str] = []
     reread: list[str] = []
+    mangled: list[str] = []
     students = 0
     for row in rows[1:]:
         if _not_a_student(row) or len(row) <= max(index, id_column):
             continue
         students += 1
         user, resaved = _canvas_id(row[id_column])
+        if _SCIENTIFIC.fullmatch(user):
+            mangled.append(user)
         if resaved:
             reread.append(row[id_column].strip())
             row[id_column] = user
@@ -171,7 +177,7 @@ def fill_gradebook(gradebook: Path, scores: dict[str, float], *, column: str | N
     # A cell of the export a spreadsheet would run (a name starting with =) gains a quote; Canvas finds a student by
     # ID before the other columns, and an ID so altered matched no score above: its student is in ``missing``.
     text = csv_text(rows, delimiter=delimiter, newline=newline, bom=bom).text
-    return Filled(text, header[index], missing, reread, students)
+    return Filled(text, header[index], missing, reread, students, mangled)
 
 
 def feedback_name(submission: Submission) -> str | None:
@@ -241,6 +247,11 @@ def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], resul
         warnings = (f"{len(filled.reread)} ID cell(s) of {gradebook.name} were numbers a spreadsheet had re-saved "
                     f"({', '.join(filled.reread[:5])}{', ...' if len(filled.reread) > 5 else ''}): read and written "
                     "back as Canvas's ids",) if filled.reread else ()
+        if filled.mangled:
+            warnings += (f"{len(filled.mangled)} ID cell(s) of {gradebook.name} hold numbers in scientific notation "
+                         f"({', '.join(filled.mangled[:3])}), as a spreadsheet writes a long number in a narrow "
+                         "column: the ids are lost; export the gradebook from Canvas again and give it as it "
+                         "downloads",)
         grades = Placed(target, label, len(placed), placed, (*absent, *unmatched), warnings,
                         others=filled.students - len(placed))
         lines += [f"{GRADEBOOK}: {gradebook.name} with the column {filled.column!r} filled for {len(placed)}"

@@ -384,10 +384,15 @@ def _python_for(uid: int) -> str:
 def _detect_in(group: Path, hierarchy: Path, controllers: str, uid: int = 0) -> dict:
     """detect_v2 run twice by a process placed in ``group`` (as ``uid``), then a worker group made and used."""
     python = _python_for(uid)
-    helper = _spawn(python, "-c", HELPER, str(Path(cgroups.__file__)), str(hierarchy), controllers, user=uid,
-                    cwd="/")
-    _move(helper.pid, group)
-    out, _ = helper.communicate("go\n", timeout=30)
+    # The module under test, where ``uid`` may read it: a checkout may sit in a folder only its owner can enter (a
+    # home directory, mktemp -d), which another user's process cannot open a file in.
+    with tempfile.TemporaryDirectory() as readable:
+        os.chmod(readable, 0o755)
+        module = Path(shutil.copy(cgroups.__file__, readable))
+        module.chmod(0o644)
+        helper = _spawn(python, "-c", HELPER, str(module), str(hierarchy), controllers, user=uid, cwd="/")
+        _move(helper.pid, group)
+        out, _ = helper.communicate("go\n", timeout=30)
     assert helper.returncode == 0
     return json.loads(out)
 

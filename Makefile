@@ -25,37 +25,38 @@ $(STAMP): requirements.txt pyproject.toml
 kit: $(STAMP)
 	$(BIN)/grader kit
 
-# System packages, as Debian names them, each with the command that shows it is there: bubblewrap isolates student
-# code (see docs/security.md; without it the grader degrades and warns); chromium is the real browser
-# the page tests drive (tests/test_browser.py, `make screenshots`). A no-op when both are there; as root with
-# apt-get it installs what is missing, otherwise it says what to install and fails.
+# Installs the Debian packages of $(2) ("package:command" each; the command shows it is there) that are missing:
+# a no-op when all are there; as root with apt-get it installs them; otherwise, or when that fails, $(3) runs.
+define debian-packages
+	@missing=""; for entry in $(2); do \
+	  command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
+	[ -z "$$missing" ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "$(1): installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
+	    apt-get install -y -q $$missing || { apt-get update -q && apt-get install -y -q $$missing; } || { $(3); }; \
+	  else $(3); fi; }
+endef
+
+# bubblewrap isolates student code (see docs/security.md; without it the grader degrades and warns); chromium is the
+# real browser the page tests drive (tests/test_browser.py, `make screenshots`). Missing and not installable: fail.
 SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium
 
-system-deps:
-	@missing=""; for entry in $(SYSTEM_PACKAGES); do \
-	  command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
-	[ -z "$$missing" ] || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "system-deps: installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -q $$missing || { apt-get update -q && apt-get install -y -q $$missing; }; \
-	  else echo "system-deps: missing$$missing: install with your package manager" \
-	    "(e.g. sudo apt-get install$$missing), or run make as root" >&2; exit 1; fi; }
+SYSTEM_PACKAGES_MISSING = echo "system-deps: missing$$missing: install with your package manager (e.g. sudo \
+  apt-get install$$missing), or run make as root" >&2; exit 1
 
-# What only some tests use, each with the command that shows it is there: an exFAT image mounted through FUSE is the
-# case-insensitive disk (as USB drives come formatted) that tests/test_accounting.py grades onto. Installed as root
-# with apt-get; elsewhere the tests that need them skip and say so, and nothing fails here.
+system-deps:
+	$(call debian-packages,system-deps,$(SYSTEM_PACKAGES),$(SYSTEM_PACKAGES_MISSING))
+
+# What only some tests use: an exFAT image mounted through FUSE is the case-insensitive disk (as USB drives come
+# formatted) that tests/test_accounting.py grades onto. Missing and not installable: the tests that need them skip
+# and say so, and nothing fails here.
 TEST_PACKAGES := exfatprogs:mkfs.exfat exfat-fuse:mount.exfat-fuse
 
+TEST_PACKAGES_MISSING = echo "test-tools: missing$$missing (e.g. sudo apt-get install$$missing); the tests that \
+  need them will skip"
+
 test-tools:
-	@missing=""; for entry in $(TEST_PACKAGES); do \
-	  command -v "$${entry#*:}" >/dev/null || missing="$$missing $${entry%%:*}"; done; \
-	[ -z "$$missing" ] || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "test-tools: installing$$missing"; export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get install -y -q $$missing || { apt-get update -q && apt-get install -y -q $$missing; } \
-	      || echo "test-tools: could not install$$missing; the tests that need them will skip"; \
-	  else echo "test-tools: missing$$missing (e.g. sudo apt-get install$$missing); the tests that need them" \
-	    "will skip"; fi; }
+	$(call debian-packages,test-tools,$(TEST_PACKAGES),$(TEST_PACKAGES_MISSING))
 
 grade: $(STAMP)
 	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \

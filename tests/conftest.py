@@ -28,13 +28,13 @@ def twice_scaled(x):
     return scale(scale(x))
 
 
-N = 0
+counter = 0
 
 
 def bump():
-    global N
-    N += 1
-    return N
+    global counter
+    counter += 1
+    return counter
 """
 
 

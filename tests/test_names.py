@@ -116,14 +116,15 @@ def check_class(build: Callable[[Path], Built], layout: str) -> None:
         if layout == "canvas":
             files += write_canvas_exports(out.path, found.submissions, results, gradebook=None)
         similar = write_similarity(out.path, "toy", found.submissions, threshold=0.0, title="Toy")
-        pages, missing = pages_placed(out, [r.student for r in results])
+        pages = pages_placed(out, [r.student for r in results])
         accounting = Accounting(str(built.folder), layout, tuple(found.entries), tuple(by_student), len(results), 0,
-                                files=(*files, pages), pages_missing=missing)
+                                files=(*files, pages))
         (out.path / "index.html").write_text(render_dashboard(results, title="Toy", max_score=3.0,
                                                              similarity=similar, accounting=accounting))
 
         # every page written, each student in their own folder on any disk, every name within a file system's limit
-        assert not missing and not accounting.not_placed
+        assert pages.placed == tuple(r.student for r in results) and not pages.warnings
+        assert not accounting.not_placed
         folders = [out.student(s).path.name for s in by_student]
         assert len({on_any_disk(f) for f in folders}) == len(folders)
         assert max(component_lengths(out.path)) <= 255
@@ -181,7 +182,7 @@ def test_a_class_of_any_names_is_graded_for_real(kind: str) -> None:
             assert {r.student for r in run.summaries} == built.students
             assert all(r.status == "graded" and r.score == r.max_score for r in run.summaries), run.summaries
             assert run.accounting is not None and not run.accounting.not_placed
-            assert not run.accounting.pages_missing
+            assert all(not f.warnings for f in run.accounting.files if f.label == "students/")
             folders = [OutputFolder(run.out_dir).student(r.student).path.name for r in run.summaries]
             assert len({on_any_disk(f) for f in folders}) == len(folders)
 

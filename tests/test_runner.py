@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,22 +15,9 @@ from grader.execute import Limits
 from grader.pipeline import grade_submission
 from grader.results import SubmissionResult
 
-from .conftest import FIXTURE_SOLUTIONS, write
+from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT, write
 
-CORRECT = """
-    def scale(x):
-        return x * 2
-
-    def twice_scaled(x):
-        return scale(scale(x))
-
-    counter = 0
-
-    def bump():
-        global counter
-        counter += 1
-        return counter
-"""
+CORRECT = textwrap.indent(TOY_CORRECT, "    ")  # indented as the cases below edit it; write() dedents
 
 
 @pytest.fixture(scope="module")

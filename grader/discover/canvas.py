@@ -32,12 +32,11 @@ _ANONYMOUS = re.compile(r"^(?:late_)?anon_[0-9a-z]+_", re.IGNORECASE)
 _ENTRY = re.compile(r"^(?P<name>.+?)(?:_late)?_(?P<user>\d+)_(?P<what>text|link)\.html$", re.IGNORECASE)
 # name-1.py: Canvas's rename of a file uploaded again under the same name.
 _VERSION = re.compile(r"^(?P<stem>.*?)-(?P<n>\d+)$")
-_CLUTTER = {"__MACOSX"}
 
 
 def _entries(folder: Path) -> list[Path]:
     return [p for p in sorted(folder.iterdir()) if not p.name.startswith(".")
-            and p.name not in IGNORED_DIRS | _CLUTTER and p.name.lower() != "readme.md"]
+            and p.name not in IGNORED_DIRS and p.name.lower() != "readme.md"]
 
 
 def _fits(name: str) -> bool:

@@ -147,7 +147,7 @@ def discover_gradescope_export(export: Path, *, directory: Path) -> tuple[list[S
                             notes=(*notes, *group)), when, folder)
     for folder in sorted(export.iterdir()):
         if folder.name in metadata or not folder.is_dir() or folder.name.startswith(".") \
-                or folder.name in IGNORED_DIRS or folder.name == "__MACOSX":
+                or folder.name in IGNORED_DIRS:
             continue
         notes = (f"{folder.name} is not listed in {METADATA}: graded under the folder's name",)
         add(_submission(folder.name, folder, directory=directory, when=None, notes=notes), None, folder)

@@ -20,6 +20,7 @@ its ``timestamp.txt`` files; else flat.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +36,6 @@ from grader.errors import ConfigurationError
 from grader.names import readable, student_id
 
 FLAT, NBGRADER, GRADESCOPE, MOODLE, CANVAS = "flat", "nbgrader", "gradescope", "moodle", "canvas"
-# Folders an unpacked zip may hold beside what it carries (macOS's resource forks).
-_CLUTTER = {"__MACOSX"}
 
 Discoverer = Callable[[Path, Path, str | None], tuple[list[Submission], list[Skipped]]]
 
@@ -55,7 +54,7 @@ class LayoutType:
 
 def _subfolders(directory: Path) -> list[Path]:
     return [p for p in sorted(directory.iterdir()) if p.is_dir() and not p.name.startswith(".")
-            and p.name not in IGNORED_DIRS | _CLUTTER]
+            and p.name not in IGNORED_DIRS]
 
 
 def _export_in(directory: Path) -> Path | None:
@@ -157,10 +156,15 @@ class Discovery:
     """A submissions folder as read: a submission per student, everything not graded with why, and every entry of
     the folder with what became of it (inventory.py)."""
 
+    directory: Path  # the folder given
     layout: Layout
     submissions: list[Submission]
     skipped: list[Skipped]
     entries: list[Entry]
+
+    @functools.cached_property
+    def by_student(self) -> dict[str, Submission]:
+        return {s.student: s for s in self.submissions}
 
 
 def _one_per_student(submissions: list[Submission]) -> list[Submission]:
@@ -198,7 +202,7 @@ def discover_all(directory: Path, *, layout: str | Layout = "auto", assignment: 
     submissions = _one_per_student(submissions)
     skipped = [dataclasses.replace(s, reason=readable(s.reason)) for s in skipped]
     entries, skipped = inventory(directory, found.folder, found.name, submissions, skipped)
-    return Discovery(found, submissions, skipped, entries)
+    return Discovery(directory, found, submissions, skipped, entries)
 
 
 def discover(directory: Path, *, layout: str | Layout = "auto",

@@ -28,7 +28,6 @@ PARTICIPANT, FOLDER, NAME = "moodle_participant", "moodle_folder", "moodle_name"
 # Read as Moodle's own feedback-zip importer reads a path part (assignfeedback_file importziplib.php): split at the
 # first four underscores, the second piece a number. Names hold no _ (Moodle made them spaces), so this is exact.
 _PATTERN = re.compile(r"^(?P<name>[^_]+)_(?P<id>\d+)_(?P<plugin>assignsubmission_[^_]+)(?:_(?P<rest>.*))?$")
-_CLUTTER = {"__MACOSX"}  # macOS's resource forks beside an unzipped download
 EXPECTED = "<full name>_<participant id>_assignsubmission_<plugin>"
 
 
@@ -39,7 +38,7 @@ def _named(name: str) -> re.Match[str] | None:
 def _entries(directory: Path) -> list[Path]:
     # A participant's full name may begin with a dot (Moodle keeps it): their files are named, not hidden.
     return [p for p in sorted(directory.iterdir()) if (_named(p.name) or not p.name.startswith("."))
-            and p.name not in IGNORED_DIRS | _CLUTTER]
+            and p.name not in IGNORED_DIRS]
 
 
 def moodle_download_in(directory: Path) -> Path | None:

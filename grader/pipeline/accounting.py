@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.discover.inventory import GRADED, IGNORED, OTHER, SKIPPED, Entry, fates
@@ -37,8 +37,6 @@ class Accounting:
     held_back: tuple[str, ...] = ()  # --student: new or changed, not graded
     missing: tuple[str, ...] = ()  # in the gradebook, no submission now
     files: tuple[Placed, ...] = ()
-    # graded students whose folder lacks one of its files: (student, the files missing)
-    pages_missing: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     @property
     def not_placed(self) -> list[tuple[str, str, str, str]]:
@@ -81,8 +79,6 @@ class Accounting:
             out.append(f"  {placed.label}: {len(placed.placed)} of {len(self.students)} placed{others}")
             out += [f"    warning: {terminal_text(w)}" for w in placed.warnings]
             out += [f"    NOT PLACED {terminal_text(who)}: {terminal_text(why)}" for _s, who, why in placed.not_placed]
-        for student, what in self.pages_missing:
-            out.append(f"  pages missing for {terminal_text(student)}: {what}")
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -95,26 +91,26 @@ class Accounting:
                        "not_placed": [{"student": s, "who": w, "why": y} for s, w, y in f.not_placed],
                        "warnings": list(f.warnings), "other_rows": f.others, "not_written_because": f.absent}
                       for f in self.files],
-            "pages_missing": [{"student": s, "missing": m} for s, m in self.pages_missing],
             "not_placed": len(self.not_placed),
         }
 
 
-def pages_placed(out: OutputFolder, students: Sequence[str]) -> tuple[Placed, tuple[tuple[str, str], ...]]:
-    """The students' folders as a file of the run: whose three files are all there, and what is missing for whom."""
-    missing = []
+def pages_placed(out: OutputFolder, students: Sequence[str]) -> Placed:
+    """The students' folders as a file of the run: whose three files are all there as drawn; a student whose folder
+    lacks one, or holds a plain page in place of one, is left out of ``placed`` and named in a warning."""
+    warnings = []
     for student in students:
         folder = out.student(student)
         absent = [name for name in STUDENT_FILES if not (folder.path / name).is_file()]
         plain = [page.name for page in (folder.report, folder.instructor) if page.name not in absent
                  and _is_fallback(page)]
-        if absent or plain:
-            missing.append((student, "; ".join([*([", ".join(absent) + " not written"] if absent else []),
-                                                *(f"{name}: a plain page with the score (the page could not be "
-                                                  "drawn)" for name in plain)])))
-    lacking = {s for s, _ in missing}
+        said = [*([", ".join(absent) + " not written"] if absent else []),
+                *(f"{name} is a plain page with the score (the page could not be drawn)" for name in plain)]
+        if said:
+            warnings.append((student, f"{student}: {'; '.join(said)}"))
+    lacking = {s for s, _ in warnings}
     placed = tuple(s for s in students if s not in lacking)
-    return Placed(out.path / "students", "students/", len(placed), placed), tuple(missing)
+    return Placed(out.path / "students", "students/", len(placed), placed, warnings=tuple(w for _, w in warnings))
 
 
 def _is_fallback(page: Path) -> bool:

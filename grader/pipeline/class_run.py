@@ -23,8 +23,7 @@ from pathlib import Path
 from grader.adjust import AdjustmentReport, Adjustments, DeadlineRule, LateOverride, deadline_rule
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
-from grader.discover import Skipped, Submission, detect_layout, discover_all
-from grader.discover.inventory import Entry
+from grader.discover import Discovery, Skipped, Submission, detect_layout, discover_all
 from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
@@ -114,21 +113,6 @@ class RunChoices:
     planned: Planned | None = None
 
 
-@dataclass(frozen=True)
-class Found:
-    """The class as discovered: a submission per student, the files skipped, and every entry of the folder."""
-
-    submissions: list[Submission]
-    skipped: list[Skipped]
-    entries: list[Entry] = field(default_factory=list)
-    folder: Path = Path()
-    layout: str = ""
-
-    @functools.cached_property
-    def by_student(self) -> dict[str, Submission]:
-        return {s.student: s for s in self.submissions}
-
-
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
                 limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
@@ -155,8 +139,7 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     found_layout = detect_layout(submissions_dir, layout)
     if started is not None:
         started(layers, found_layout)
-    discovery = discover_all(submissions_dir, layout=found_layout, assignment=spec.name)
-    found = Found(discovery.submissions, discovery.skipped, discovery.entries, submissions_dir, found_layout.name)
+    found = discover_all(submissions_dir, layout=found_layout, assignment=spec.name)
     check_students(students, found.submissions, submissions_dir)
     check_handback(handback or Handback(), found.submissions)
     settings = RunSettings(assignment=spec.name, root=submissions_dir,
@@ -170,7 +153,7 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
         return _grade_locked(spec, settings, found, OutputFolder(out_dir), choices)
 
 
-def _grade_locked(spec: Assignment, settings: RunSettings, found: Found, out: OutputFolder,
+def _grade_locked(spec: Assignment, settings: RunSettings, found: Discovery, out: OutputFolder,
                   choices: RunChoices) -> ClassRun:
     remove_partial_writes(out.path)
     # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
@@ -206,7 +189,7 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Found, out: Ou
                        processes=(backend.processes, backend.peak_mib), regraded=failed)
 
 
-def _finish(spec: Assignment, found: Found, out: OutputFolder, choices: RunChoices, plan: ResumePlan,
+def _finish(spec: Assignment, found: Discovery, out: OutputFolder, choices: RunChoices, plan: ResumePlan,
             adjust: Adjustments, recorder: Recorder, clock: StageClock, *, processes: tuple[int, int],
             regraded: Sequence[Submission]) -> ClassRun:
     """The class's files, once every result is in: manual.csv, grades.csv, lms.csv, the platform's, the dashboard."""
@@ -215,14 +198,12 @@ def _finish(spec: Assignment, found: Found, out: OutputFolder, choices: RunChoic
     adjusted = adjust.finish(results, missing=(*plan.missing, *plan.held_back))
     students = tuple(r.student for r in results)
     write_student_folders(out, [*students, *plan.missing, *plan.held_back])
-    pages, pages_missing = pages_placed(out, students)
     files = [write_grades_csv(out.grades_csv, results, submissions=found.by_student),
-             write_lms_csv(out.lms_csv, results), pages,
+             write_lms_csv(out.lms_csv, results), pages_placed(out, students),
              *write_platform_files(out.path, found.submissions, results, choices.handback, title=spec.title)]
-    accounting = Accounting(str(found.folder), found.layout, tuple(found.entries), students,
+    accounting = Accounting(str(found.directory), found.layout.name, tuple(found.entries), students,
                             graded_now=len(results) - len(plan.reused), reused=len(plan.reused),
-                            held_back=plan.held_back, missing=plan.missing, files=tuple(files),
-                            pages_missing=pages_missing)
+                            held_back=plan.held_back, missing=plan.missing, files=tuple(files))
     write_accounting(out, accounting)
     similar = similarity(out.path, spec.name, found.submissions, choices.handback, title=spec.title)
     started = time.perf_counter()

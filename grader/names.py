@@ -39,10 +39,14 @@ def readable(raw: str) -> str:
     JSON file or database can hold."""
     if not any("\ud800" <= ch <= "\udfff" for ch in raw):
         return raw
-    # surrogateescape turns the escaped bytes back into bytes; any other lone surrogate is shown as \udNNN
-    return "".join(ch.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-                   if "\udc80" <= ch <= "\udcff" else ch.encode("utf-8", "backslashreplace").decode("utf-8")
-                   if "\ud800" <= ch <= "\udfff" else ch for ch in raw)
+    return "".join(_readable_char(ch) if "\ud800" <= ch <= "\udfff" else ch for ch in raw)
+
+
+def _readable_char(surrogate: str) -> str:
+    # an escaped byte (U+DC80-U+DCFF) as \xNN; any other lone surrogate as \udNNN
+    if "\udc80" <= surrogate <= "\udcff":
+        return surrogate.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return surrogate.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def student_id(raw: str) -> str:
@@ -60,8 +64,7 @@ def _shown_part(text: str, limit: int) -> str:
     """What of ``text`` can be shown in a file name: letters, digits and a few symbols, cut to ``limit`` bytes."""
     kept = "".join(ch if ch.isalnum() or ch in _KEPT_SYMBOLS else "_" for ch in text)
     kept = re.sub(r"_{2,}", "_", re.sub(r"-{2,}", "-", kept)).lstrip("._-")
-    while len(kept.encode("utf-8")) > limit:
-        kept = kept[:-1]
+    kept = kept.encode("utf-8")[:limit].decode("utf-8", "ignore")  # a character cut in two is dropped whole
     return kept.rstrip("._- ")
 
 

@@ -117,7 +117,7 @@ def check_class(build: Callable[[Path], Built], layout: str) -> None:
             files += write_canvas_exports(out.path, found.submissions, results, gradebook=None)
         similar = write_similarity(out.path, "toy", found.submissions, threshold=0.0, title="Toy")
         pages = pages_placed(out, [r.student for r in results])
-        accounting = Accounting(str(built.folder), layout, tuple(found.entries), tuple(by_student), len(results), 0,
+        accounting = Accounting(str(built.folder), layout, tuple(found.entries), tuple(by_student), reused=0,
                                 files=(*files, pages))
         (out.path / "index.html").write_text(render_dashboard(results, title="Toy", max_score=3.0,
                                                              similarity=similar, accounting=accounting))

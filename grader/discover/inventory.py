@@ -127,6 +127,3 @@ def fates(entries: Sequence[Entry]) -> dict[str, list[Entry]]:
     """The entries by fate, in the order GRADED, OTHER, SKIPPED, IGNORED (every fate present, maybe empty)."""
     return {fate: [e for e in entries if e.fate == fate] for fate in (GRADED, OTHER, SKIPPED, IGNORED)}
 
-
-def as_dict(entry: Entry) -> dict[str, object]:
-    return dataclasses.asdict(entry)

@@ -32,11 +32,14 @@ class Accounting:
     layout: str
     entries: tuple[Entry, ...]
     students: tuple[str, ...]  # with a result in this run: graded now or reused
-    graded_now: int
-    reused: int
+    reused: int  # of those, how many were reused from the gradebook
     held_back: tuple[str, ...] = ()  # --student: new or changed, not graded
     missing: tuple[str, ...] = ()  # in the gradebook, no submission now
     files: tuple[Placed, ...] = ()
+
+    @property
+    def graded_now(self) -> int:
+        return len(self.students) - self.reused
 
     @property
     def not_placed(self) -> list[tuple[str, str, str, str]]:
@@ -67,10 +70,13 @@ class Accounting:
                 out.append(f"  {fate} {terminal_text(entry.path)}: {terminal_text(entry.reason)}")
             if len(groups[fate]) > SHOWN_BY_NAME:
                 out.append(f"  ... and {len(groups[fate]) - SHOWN_BY_NAME} more {fate}: see accounting.json")
-        out.append(f"  {len(self.students)} student(s) with a result: {self.graded_now} graded now, "
-                   f"{self.reused} reused" + (f"; {len(self.held_back)} held back (--student)" if self.held_back
-                                              else "") + (f"; {len(self.missing)} in the gradebook with no "
-                                                          "submission now" if self.missing else ""))
+        students = (f"  {len(self.students)} student(s) with a result: {self.graded_now} graded now, "
+                    f"{self.reused} reused")
+        if self.held_back:
+            students += f"; {len(self.held_back)} held back (--student)"
+        if self.missing:
+            students += f"; {len(self.missing)} in the gradebook with no submission now"
+        out.append(students)
         for placed in self.files:
             if placed.path is None and placed.absent:
                 out.append(f"  {placed.label}: not written ({placed.absent})")

@@ -202,7 +202,7 @@ def _finish(spec: Assignment, found: Discovery, out: OutputFolder, choices: RunC
              write_lms_csv(out.lms_csv, results), pages_placed(out, students),
              *write_platform_files(out.path, found.submissions, results, choices.handback, title=spec.title)]
     accounting = Accounting(str(found.directory), found.layout.name, tuple(found.entries), students,
-                            graded_now=len(results) - len(plan.reused), reused=len(plan.reused),
+                            reused=len(plan.reused),
                             held_back=plan.held_back, missing=plan.missing, files=tuple(files))
     write_accounting(out, accounting)
     similar = similarity(out.path, spec.name, found.submissions, choices.handback, title=spec.title)

@@ -29,7 +29,7 @@ def write_lms_csv(path: Path, results: Sequence[SubmissionResult]) -> Placed:
     written = csv_text(rows)
     write_text_atomic(path, written.text)
     quoted = {cell.value for cell in written.altered_in(HEADER.index("student_id"))}
-    return Placed(path, path.name, len(results) - len(quoted),
+    return Placed(path, path.name, len(results),
                   tuple(sorted(r.student for r in results if r.student not in quoted)),
                   warnings=tuple(f"the id {student!r} is written with a quote in front, as a spreadsheet would run it "
                                  "as a formula: an LMS will not match it to anyone" for student in sorted(quoted)))

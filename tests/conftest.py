@@ -4,6 +4,7 @@ sample class."""
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,22 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
     """The bundled sample class graded once, as `make grade` does."""
     return grade_class(assignment="attention_scoring", submissions_dir=SAMPLES,
                        out_dir=tmp_path_factory.mktemp("sample") / "out", jobs=2)
+
+
+@pytest.fixture(scope="session")
+def mutants(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ClassRun]:
+    """Each assignment's model solution and one mutant per known mistake (tests/mutants.py), graded as a class once
+    per session: the mutation test and the kit's parity sweep read the same run."""
+    from .mutants import graded_mutants
+
+    runs: dict[str, ClassRun] = {}
+
+    def graded(assignment: str) -> ClassRun:
+        if assignment not in runs:
+            runs[assignment] = graded_mutants(assignment, tmp_path_factory.mktemp(f"mutants_{assignment}"))
+        return runs[assignment]
+
+    return graded
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,10 @@
-"""The student kit says what `grader check` says: for every sample submission of every assignment, each public check
-passes or not, with the same diagnosis, in the student's kernel (tests/kit_kernel.py) and in the grader's sandbox.
+"""One verdict everywhere: for every assignment, each public check gives the same status and the same likely cause in
+the student kit (the student's kernel, tests/kit_kernel.py), in `grader check` (the grader's sandbox, public checks
+only) and in the grader, on every sample submission (tests/submissions/<name>/ and real_style/<name>/) and on every
+known mistake put into the model solution (the mutants of tests/mutants.py, which the mutation test grades too).
 
-Two differences are by design and asserted as such. A question the grader grades with the reference of another
-question's answer (q2 with the reference masked_softmax) runs, in the kit, with the student's own: the kit must not
-hold an answer. Its verdict is then compared with what the grader's own comparison with the student's code found
-(the "With your own ..." note it adds when the owner lost points), and the diagnosis only where the two coincide.
-And a check that gives the student's code a memory budget runs in the grader only (the kit's report says so).
+The one difference by design: a check that gives the student's code a memory budget runs in the grader only (the
+kit's report says so). A difference fails the test with the file, the check and each verdict.
 """
 
 from __future__ import annotations
@@ -13,8 +12,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,21 +25,23 @@ from grader.execute import isolation
 from grader.execute.workers import Worker
 from grader.kit.bundle import KIT_FOLDER, KIT_STUDENT, read_json
 from grader.paths import PROJECT_ROOT
+from grader.pipeline import ClassRun
 from grader.pipeline.self_check import public_only
 from grader.pipeline.submission_run import grade_submission
 from grader.results import INVALID, PASSED
 
-from .conftest import with_templates
+from .conftest import with_templates, with_variants
+from .mutants import write_mutants
+from .sample_classes import by_student
 
 ASSIGNMENTS = with_templates()  # every assignment with a kit
 SUBMISSIONS = PROJECT_ROOT / "tests" / "submissions"
-OWN_NOTE = "With your own "
+WITH_VARIANTS = set(with_variants())
 
 
 def samples(name: str) -> list[Path]:
     files = [*(SUBMISSIONS / name).iterdir(), *(SUBMISSIONS / "real_style" / name).iterdir()]
     return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ipynb"))
-
 
 
 def start_kernel(kit: Path, name: str, files: list[Path], out: Path) -> subprocess.Popen:
@@ -51,59 +54,66 @@ def start_kernel(kit: Path, name: str, files: list[Path], out: Path) -> subproce
 
 
 def grader_verdicts(name: str, files: list[Path]) -> dict[str, object]:
-    """`grader check`'s grading of each file, as the kit's student (the same seeds as the kit's)."""
+    """`grader check`'s grading of each file, as a student other than the kit's and the mutants' (each a file's
+    stem): a public check's random inputs are everyone's, so all three draw the same."""
     spec = load_assignment(name)
     public = public_only(spec)
     worker = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=spec.limits)
     try:
         return {str(path): grade_submission(
-            submission=Submission(KIT_STUDENT, path, KINDS[path.suffix], datetime.now(UTC)), assignment=public,
+            submission=Submission(f"{KIT_STUDENT}-not", path, KINDS[path.suffix], datetime.now(UTC)), assignment=public,
             root=path.parent, limits=spec.limits, worker=worker) for path in files}
     finally:
         worker.close()
 
 
-def differences(name: str, graded: dict, kernel: dict, grader_only: set[str]) -> list[str]:
-    spec = load_assignment(name)
-    by_reference = {q.id for q in spec.questions if q.graded_with_reference}
+def verdicts_of(result: Any) -> dict[str, tuple[str, str | None, str]]:
+    return {c.check_id: (c.status, c.diagnosis.variant if c.diagnosis else None, c.message) for c in result.checks}
+
+
+def differences(name: str, checked: dict, kernel: dict, grader_only: set[str], graded: dict) -> list[str]:
+    """Each public check whose status or likely cause differs between `grader check` (``checked``), the kit
+    (``kernel``) and, where given, the grader (``graded``), as one line: the file, the check and the verdicts."""
     found = []
-    for path, result in graded.items():
+    for path, result in checked.items():
         sample = Path(path).name
         if result.status == INVALID:  # no kernel opens it either: the kit is never reached
             assert "InvalidSubmission" in kernel[path].get("kernel error", ""), (sample, kernel[path])
             continue
         assert "kernel error" not in kernel[path], (sample, kernel[path])
-        for check in result.checks:
-            if check.check_id in grader_only:
-                assert check.check_id not in kernel[path], (sample, check.check_id)
+        full = verdicts_of(graded[path]) if path in graded else {}
+        for check_id, (status, diagnosis, message) in verdicts_of(result).items():
+            if check_id in grader_only:
+                assert check_id not in kernel[path], (sample, check_id)
                 continue
-            kit = kernel[path][check.check_id]
-            own = check.question in by_reference and any(n.startswith(OWN_NOTE) for n in check.notes)
-            passed = check.status == PASSED and not own
-            if passed != (kit["status"] == PASSED):
-                found.append(f"{sample} {check.check_id}: grader {'passed' if passed else check.status} "
-                             f"({check.message[:80]}), kit {kit['status']} ({kit['message'][:80]})")
-                continue
-            if own:
-                continue
-            grader_diagnosis = check.diagnosis.variant if check.diagnosis else None
-            if grader_diagnosis != kit["diagnosis"] or (not passed and check.status != kit["status"]):
-                found.append(f"{sample} {check.check_id}: grader {check.status} {grader_diagnosis}, kit "
-                             f"{kit['status']} {kit['diagnosis']}")
+            kit = kernel[path][check_id]
+            seen = {"grader check": (status, diagnosis, message), "kit": (kit["status"], kit["diagnosis"],
+                                                                             kit["message"])}
+            if check_id in full:
+                seen["grader"] = full[check_id]
+            if len({verdict[:2] for verdict in seen.values()}) > 1:
+                found.append(f"{sample} {check_id}: " + "; ".join(f"{where} {s} {d} ({m[:100]})"
+                                                                  for where, (s, d, m) in seen.items()))
     return found
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ASSIGNMENTS)
-def test_the_kit_gives_every_sample_the_verdicts_of_grader_check(kits: Path, name: str, tmp_path: Path) -> None:
-    files = samples(name)
+def test_the_kit_grader_check_and_the_grader_give_every_public_check_one_verdict(
+        kits: Path, mutants: Callable[[str], ClassRun], name: str, tmp_path: Path) -> None:
+    mutant_files = write_mutants(name, tmp_path / "mutants") if name in WITH_VARIANTS else []
+    files = samples(name) + mutant_files
     kernel_run = start_kernel(kits, name, files, tmp_path / "kernel.json")  # meanwhile, the grader grades
-    graded = grader_verdicts(name, files)
+    checked = grader_verdicts(name, files)
+    graded = {}
+    if mutant_files:
+        by_name = by_student(mutants(name))
+        graded = {str(path): by_name[path.stem] for path in mutant_files}
     assert kernel_run.wait(timeout=900) == 0
     kernel = json.loads((tmp_path / "kernel.json").read_text())
     grader_only = {c["id"] for c in read_json(kits / name / KIT_FOLDER / "kit.json")["checks"] if c["grader_only"]}
-    assert not differences(name, graded, kernel, grader_only)
-    checked = [c for result in graded.values() for c in result.checks]
-    failed = [c for c in checked if c.status != PASSED]
-    # The samples exercise the comparison: failures, and diagnoses among them, not only passes.
+    found = differences(name, checked, kernel, grader_only, graded)
+    assert not found, "\n".join(found)
+    failed = [c for result in checked.values() for c in result.checks if c.status != PASSED]
+    # The files exercise the comparison: failures, and diagnoses among them, not only passes.
     assert failed and any(c.diagnosis for c in failed), name

@@ -19,8 +19,8 @@ from grader.pipeline import grade_class
 from grader.results import SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, with_templates, with_variants
+from .mutants import mutant_name, mutate
 from .sample_classes import by_student
-from .test_variants import mutant_name, mutate
 
 NAME = "multihead_attention"
 

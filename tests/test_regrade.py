@@ -14,7 +14,7 @@ import pytest
 from grader.check.seeds import check_seed
 from grader.pipeline import grade_class
 from grader.pipeline.gradescope_run import grade_gradescope_submission
-from grader.results import INTERNAL
+from grader.results import HIDDEN, INTERNAL
 
 from .conftest import FIXTURE_SOLUTIONS
 
@@ -35,7 +35,7 @@ def students(tmp_path: Path) -> dict[str, str]:
     (folder / f"{names['steady']}.py").write_text(CORRECT)
     yield names
     for name in names.values():
-        (FLAKES / str(check_seed("flaky", name, "q1.scale"))).unlink(missing_ok=True)
+        (FLAKES / str(check_seed("flaky", name, "q1.scale", HIDDEN))).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("job_processes", [False, True], ids=["threads", "job processes"])

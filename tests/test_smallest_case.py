@@ -83,8 +83,8 @@ def rerun_fails(assignment: Assignment, sub: Submission, check_id: str, sizes: d
         assert runner.process is not None
         source = assignment.provided_source if question.provided_names else None
         with runner.process.question(provided_source=source, provided_names=question.provided_names) as session:
-            run, failure = run_at_sizes(spec, check_seed(assignment.name, sub.student, check_id), StudentCode(session),
-                                        sizes)
+            seed = check_seed(assignment.name, sub.student, check_id, spec.visibility)
+            run, failure = run_at_sizes(spec, seed, StudentCode(session), sizes)
         assert run.drawn == sizes
         return failure is not None
     finally:

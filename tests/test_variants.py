@@ -11,11 +11,11 @@ import pytest
 
 from grader.check import load_assignment
 from grader.check.variants import Variant
-from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun
 from grader.results import SubmissionResult
 
-from .conftest import ROOT, SUBMISSIONS, with_variants
+from .conftest import with_variants
+from .mutants import base_of, missing_base, mutant_name, mutate, variants_of
 from .sample_classes import by_student
 from .seed_sweep import new_worker, sweep
 
@@ -23,64 +23,6 @@ from .seed_sweep import new_worker, sweep
 # repository's own all have one.
 ASSIGNMENTS = tuple(with_variants())
 REPOSITORY_ASSIGNMENTS = {"attention_scoring", "bahdanau_attention", "keras_additive_attention", "practical10"}
-# Each assignment's model solution, in tests/submissions/<name>/, which the mutations edit.
-BASES = {"attention_scoring": "einsum_style.py"}
-
-
-def base_of(assignment: str, submissions: Path = SUBMISSIONS) -> Path:
-    """The sample the mutations edit; a missing one fails the test saying which file to add and what it holds."""
-    path = submissions / assignment / BASES.get(assignment, "reference_style.py")
-    if not path.is_file():
-        pytest.fail(missing_base(assignment, path), pytrace=False)
-    return path
-
-
-def missing_base(assignment: str, path: Path, *, solutions_dir: Path = SOLUTIONS_DIR) -> str:
-    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    names = ", ".join(load_assignment(assignment, solutions_dir=solutions_dir).withheld_names)
-    return (f"{shown} is missing: the mutation test grades it, then edits it into one submission per known mistake in "
-            f"solutions/{assignment}/variants.py. Add the model solution written as a student would hand it in: a .py "
-            f"that defines {names} as solutions/{assignment}/solution.ipynb does (the code between the ### BEGIN/END "
-            "SOLUTION markers, without them), earns full marks, and holds each variant's mutation=[(old, new)] `old` "
-            "text exactly once (`grader new NAME` writes one for a new assignment)")
-
-
-def mutant_name(variant: Variant) -> str:
-    return variant.id.replace(".", "_")
-
-
-def mutate(source: str, variant: Variant) -> str:
-    assert variant.mutation, f"{variant.id} has no mutation to test it with"
-    for old, new in variant.mutation:
-        assert source.count(old) == 1, f"{variant.id}: {old!r} is not in the model solution exactly once"
-        source = source.replace(old, new)
-    return source
-
-
-def variants_of(assignment: str) -> list[Variant]:
-    return load_assignment(assignment).variants
-
-
-@pytest.fixture(scope="module")
-def mutants(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ClassRun]:
-    """The model solution and one mutant per variant, graded as a class, once per assignment a test asks for."""
-    runs: dict[str, ClassRun] = {}
-
-    def graded(assignment: str) -> ClassRun:
-        if assignment not in runs:
-            folder = tmp_path_factory.mktemp(f"mutants_{assignment}")
-            base = base_of(assignment).read_text()
-            (folder / "class").mkdir()
-            (folder / "class" / base_of(assignment).name).write_text(base)
-            for variant in variants_of(assignment):
-                (folder / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
-            runs[assignment] = grade_class(assignment=assignment, submissions_dir=folder / "class",
-                                           out_dir=folder / "out", jobs=2)
-        return runs[assignment]
-
-    return graded
-
-
 def scores(result: SubmissionResult) -> dict[str, float]:
     return {q.id: q.score for q in result.questions}
 

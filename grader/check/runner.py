@@ -16,6 +16,7 @@ import re
 import time
 import traceback
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from grader.check.context import CheckContext
@@ -47,6 +48,10 @@ from grader.results import (
     SmallestCase,
     UnitStatus,
 )
+
+# Set while the student kit is recorded from the model solution: the references a question is graded with keep the
+# calls the solution's code makes to them (grader/execute/child/provided_calls.py).
+RECORDING_PROVIDED: ContextVar[bool] = ContextVar("recording_provided", default=False)
 
 
 @dataclass
@@ -110,6 +115,7 @@ class SubmissionRunner:
         # Checks that failed because what they grade could not be set up (a name not defined, a class that cannot
         # be constructed, weights with nowhere to go): check id -> (message, hint). A question says it once.
         self._setup_failures: dict[str, tuple[str, str]] = {}
+        self._value_failures: set[str] = set()  # checks that failed on values, the answer of the right form
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
@@ -171,18 +177,17 @@ class SubmissionRunner:
         questions = self.assignment.questions
         for index, question in enumerate(questions):
             final = index == len(questions) - 1
-            # The loaded submission's last question is answered by it, not by a fork (see StudentProcess.question):
-            # the comparison with the student's own code, when one follows, is then the last.
-            compared = bool(question.graded_with_reference) and self._owners_lost_points(question, results)
+            # The loaded submission's last question is answered by it, not by a fork (see StudentProcess.question),
+            # unless it may be run again with the student's own answers to the questions it builds on.
             run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names,
-                                     last=final and not compared)
-            checks, notes = self._say_setup_once(run.checks)
-            notes += run.notes
+                                     last=final and not question.graded_with_reference)
+            checks, notes = run.checks, list(run.notes)
             if question.graded_with_reference:
-                checks, compared_notes = self._compare_with_own(question, checks, compared=compared, last=final)
+                checks, compared_notes = self._with_own_answers(question, checks, results, last=final)
                 notes += compared_notes
-            results[question.id] = QuestionResult(question.id, question.title, tuple(checks), tuple(notes),
-                                                  run.stdout, run.stderr)
+            checks, setup_notes = self._say_setup_once(checks)
+            results[question.id] = QuestionResult(question.id, question.title, tuple(checks),
+                                                   (*setup_notes, *notes), run.stdout, run.stderr)
         return list(results.values())
 
     def _say_setup_once(self, checks: list[CheckResult]) -> tuple[list[CheckResult], list[str]]:
@@ -213,28 +218,55 @@ class SubmissionRunner:
     def _owners_lost_points(self, question: Question, done: dict[str, QuestionResult]) -> bool:
         return not all(o in done and done[o].score == done[o].max_score for o in self._owners(question))
 
-    def _compare_with_own(self, question: Question, checks: list[CheckResult], *, compared: bool,
+    def _with_own_answers(self, question: Question, checks: list[CheckResult], done: dict[str, QuestionResult], *,
                           last: bool) -> tuple[list[CheckResult], list[str]]:
-        """The note on grading with the reference; and when the owners lost points (``compared``), each check run
-        again with the student's own code, to say what the reference changed."""
+        """One rule for a question graded with the reference of what other questions define (docs/writing-checks.md).
+
+        The question is graded with the reference in place of the student's own answers, so a mistake there costs
+        points only where it is made. A check that then fails by raising, or on the form of an answer (a shape, a
+        type), may fail only because the student's code was written for their own earlier answer's convention: it
+        is run again with their own answers, and the better result counts, said in its message. When the owning
+        questions lost points, every check is run again that way too, to say what the reference changed.
+        """
         names = ", ".join(question.graded_with_reference)
+        owners = ", ".join(self._owners(question))
         notes = [f"Graded with the reference {names} in place of yours, so a mistake there costs points only in "
-                 f"{', '.join(self._owners(question))}."]
-        if not compared:
+                 f"{owners}."]
+        convention = {c.check_id for c in checks if self._failed_on_form(c)}
+        if not convention and not self._owners_lost_points(question, done):
             return checks, notes
-        # Only informative: when the student's own code hangs or crashes here, it is not restarted for it.
+        by_reference = {c.check_id: self._setup_failures.pop(c.check_id) for c in checks
+                        if c.check_id in self._setup_failures}
+        # When the student's own code hangs or crashes here, it is not restarted for it: the reference's result stays.
         own = self._run_question(question, self.assignment.checks_for(question.id), question.uses_provided,
                                  restart=False, last=last)
+        by_own = {c.check_id: self._setup_failures.pop(c.check_id) for c in own.checks
+                  if c.check_id in self._setup_failures}
         changed = []
         for with_reference, with_own in zip(checks, own.checks):
+            if with_reference.check_id in convention and with_own.passed:
+                note = (f"Graded with your own {names}: with the reference {names} in its place, your code failed "
+                        f"({with_reference.message.rstrip('.')}), and with yours it passes, so it was written for "
+                        f"your own {names}; the better result counts.")
+                changed.append(dataclasses.replace(with_own, notes=(*with_own.notes, note)))
+                if with_own.check_id in by_own:
+                    self._setup_failures[with_own.check_id] = by_own[with_own.check_id]
+                continue
+            if with_reference.check_id in by_reference:
+                self._setup_failures[with_reference.check_id] = by_reference[with_reference.check_id]
             if with_reference.passed and with_own.status not in (PASSED, NOT_RUN):
                 note = f"With your own {names}, this check fails: {with_own.message}"
                 changed.append(dataclasses.replace(with_reference, notes=(*with_reference.notes, note)))
             else:
                 changed.append(with_reference)
-        if any(c.notes for c in changed):
-            notes.append(f"Using the reference {names} changed the outcome of some checks (marked below).")
+        if any(c.notes != o.notes for c, o in zip(changed, checks)):
+            notes.append(f"Your own {names} changed the outcome of some checks (marked below).")
         return changed, notes
+
+    def _failed_on_form(self, check: CheckResult) -> bool:
+        """A failure that the student's own earlier answers may explain: their code raised, or an answer had the
+        wrong form (a shape, a type), not other values of the right form."""
+        return check.status == ERROR or (check.status == FAILED and check.check_id not in self._value_failures)
 
     def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str], *,
                       restart: bool = True, last: bool = False) -> _QuestionRun:
@@ -263,7 +295,8 @@ class SubmissionRunner:
                     break
             process = self.process
             try:
-                with process.question(provided_source=source, provided_names=provided, last=last) as session:
+                with process.question(provided_source=source, provided_names=provided, last=last,
+                                      record_provided=RECORDING_PROVIDED.get()) as session:
                     code = StudentCode(session, load_hint=self._load_hint(), naming=question.naming,
                                        convention=question.convention)
                     while pending:
@@ -290,7 +323,7 @@ class SubmissionRunner:
         return smallest_case(check, seed, code, failed, deadline=self.deadline, lost=self.close)
 
     def _seed(self, check: CheckSpec) -> int:
-        return check_seed(self.assignment.name, self.student, check.id)
+        return check_seed(self.assignment.name, self.student, check.id, check.visibility)
 
     def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
         seed = self._seed(check)
@@ -322,6 +355,10 @@ class SubmissionRunner:
             else:
                 diagnosis = self._diagnose(check, seed, code, context)
             result = outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
+            if exc.values:
+                self._value_failures.add(check.id)
+            else:
+                self._value_failures.discard(check.id)
             if exc.setup:
                 self._setup_failures[check.id] = (exc.message, exc.hint)
             # Only values that differ can differ less on smaller inputs; after the diagnosis, which replays this run.

@@ -278,14 +278,15 @@ class StudentProcess:
     # ----- questions ---------------------------------------------------------------------------------------------
     @contextmanager
     def question(self, *, provided_source: str | None, provided_names: Sequence[str],
-                 last: bool = False) -> Iterator[QuestionSession]:
+                 last: bool = False, record_provided: bool = False) -> Iterator[QuestionSession]:
         """Fork the loaded submission; calls inside the block go to the fork, which exits at the end. The ``last``
         question this process answers is answered by the process itself, which then exits: the same namespace,
         without the fork's cost. A process that cannot be forked (its code used the GPU while loading) answers each
-        question itself: the next needs a fresh process (``spent``)."""
+        question itself: the next needs a fresh process (``spent``). ``record_provided``: the provided names keep
+        the calls made to them, read with the ``provided_calls`` request (the student kit's recording)."""
         last = last or not self._forkable
         self._send({"op": "question", "provided_source": provided_source, "provided_names": list(provided_names),
-                    "stream_cap": self.limits.stream_cap, "last": last})
+                    "stream_cap": self.limits.stream_cap, "last": last, "record_provided": record_provided})
         session = QuestionSession(self, last=last)
         self._spent = self._spent or last
         yield session

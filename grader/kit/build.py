@@ -23,6 +23,7 @@ from typing import Any
 
 from grader.check.context import CheckContext
 from grader.check.load import load_assignment, load_solution_module
+from grader.check.runner import RECORDING_PROVIDED
 from grader.check.spec import Assignment, CheckSpec
 from grader.check.student import ReplayedCode, StudentCode
 from grader.check.variants import substituted
@@ -31,6 +32,7 @@ from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute import isolation
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
 from grader.kit.derive import derive_public_checks
+from grader.kit.standins import kept_values, pooled
 from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE
 from grader.results import GRADED, PUBLIC
 
@@ -148,12 +150,17 @@ def _explore_failures(check: CheckSpec, ctx: CheckContext) -> None:
             check.run(CheckContext(student=_RaisingAt(ctx.student, at), seed=ctx.seed))
 
 
-def _recorded_check(check: CheckSpec, calls: dict[str, list[_Call]], budgeted: set[str]) -> CheckSpec:
+def _recorded_check(check: CheckSpec, calls: dict[str, list[_Call]], budgeted: set[str],
+                    provided: dict[str, list[dict[str, Any]]], answered_by_reference: set[str]) -> CheckSpec:
     def run(ctx: Any) -> None:
         calls[check.id] = []
         token = _RECORDING.set(calls[check.id])
         try:
             check.run(ctx)
+            if check.question in answered_by_reference:
+                ctx.student.settle(ignore_errors=True)
+                reply, blobs = ctx.student.session.request({"op": "provided_calls"})
+                provided.setdefault(check.question, []).extend(kept_values(reply.get("kept", []), blobs))
             _explore_failures(check, ctx)
         finally:
             _RECORDING.reset(token)
@@ -246,11 +253,19 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
     calls: dict[str, list[_Call]] = {}
     constants: dict[str, Any] = {}
     budgeted: set[str] = set()
-    public.checks = [_recorded_check(c, calls, budgeted) for c in public.checks]
+    provided_calls: dict[str, list[dict[str, Any]]] = {}
+    answered_by_reference = {q.id for q in public.questions if q.graded_with_reference}
+    public.checks = [_recorded_check(c, calls, budgeted, provided_calls, answered_by_reference)
+                     for c in public.checks]
     solution = _solution(name, solutions_dir)
-    with _recorded_references(checks_module, derived.relative_imports, checks_module.__package__ or "", constants):
-        result = grade_submission(submission=solution, assignment=public, root=solution.path.parent,
-                                  limits=spec.limits, sandbox=isolation.detect(sandbox))
+    recording = RECORDING_PROVIDED.set(True)
+    try:
+        with _recorded_references(checks_module, derived.relative_imports, checks_module.__package__ or "",
+                                  constants):
+            result = grade_submission(submission=solution, assignment=public, root=solution.path.parent,
+                                      limits=spec.limits, sandbox=isolation.detect(sandbox))
+    finally:
+        RECORDING_PROVIDED.reset(recording)
     failed = [f"{c.check_id}: {c.message}" for c in result.checks if not c.passed]
     if result.status != GRADED or failed:
         raise ConfigurationError(f"{name}: the solution notebook does not pass its public checks, so the kit cannot "
@@ -290,6 +305,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
         "relative_imports": [list(r) for r in derived.relative_imports],
         "constants": {k: encode(v, store) for k, v in sorted(constants.items())},
         "calls": recorded_calls,
+        "provided_calls": {question: pooled(records, store) for question, records in sorted(provided_calls.items())},
     })
     for path in sorted((assignments_dir / name).iterdir()) if (assignments_dir / name).is_dir() else []:
         if path.is_file():

@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,21 @@ import numpy as np
 KIT_FOLDER = "grader-kit"  # in the kit, beside the templates
 KIT_FILE = "kit.json"
 ARRAYS = "arrays"
-FORMAT = 1
-# Every public check in a kit draws its random values as this student's would: one fixed seed per check, the same
-# for every student and in the parity test's `grader check` run.
+FORMAT = 2  # 2: the references' answers to the solution's later questions (provided_calls)
+# Who the kit's results are for: a public check's random case is everyone's (grader/check/seeds.py), so the kit,
+# `grader check` and the grader draw the same inputs for it whoever the student is.
 KIT_STUDENT = "kit"
 # Arguments as close as this to the recorded ones are the same inputs: the check computed them from the same seed,
 # and only another CPU's last-bit rounding of a transcendental function may tell them apart.
 SAME_INPUT_RTOL = 1e-9
 SAME_INPUT_ATOL = 1e-12
+
+
+@dataclass(frozen=True)
+class AsTensor:
+    """An array that was a torch tensor where it was recorded, and is one again where it is read."""
+
+    array: np.ndarray
 
 
 class Unrecorded(Exception):
@@ -71,6 +79,8 @@ def encode(value: Any, store: ArrayStore) -> Any:
         return _float(value)
     if isinstance(value, np.ndarray):
         return {"array": store.put(value)}
+    if isinstance(value, AsTensor):
+        return {"tensor": store.put(value.array)}
     if isinstance(value, tuple):
         return {"tuple": [encode(v, store) for v in value]}
     if isinstance(value, list):
@@ -89,6 +99,8 @@ def decode(data: Any, store: ArrayStore) -> Any:
         return store.get(data["scalar"])[()]
     if "array" in data:
         return store.get(data["array"]).copy()  # the check may change what it is given
+    if "tensor" in data:
+        return AsTensor(store.get(data["tensor"]).copy())
     if "tuple" in data:
         return tuple(decode(v, store) for v in data["tuple"])
     if "list" in data:

@@ -2,8 +2,9 @@
 
 The runner (grader/check/runner.py) does what it does in the grader: the same checks, seeds, comparisons, messages,
 diagnoses and heatmaps. What differs is where the student's code runs (here, in the kernel: no process to start or
-restart), and what the kit does not have: the reference a question is graded with in place of the student's own
-(a question's answer, which a kit must not hold), and the checks only the grader's process can run.
+restart), how the references a question is graded with answer (from what they answered the model solution,
+grader/kit/standins.py: they are other questions' answers, which a kit must not hold), and the checks only the
+grader's process can run.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from grader.execute.limits import Limits
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, ArrayStore, read_json
 from grader.kit.oracle import Oracle, VariantMark, answering, replaced
 from grader.kit.session import KernelCalls, KernelSession
-from grader.results import GRADED, PUBLIC, CheckResult, SubmissionResult
+from grader.kit.standins import StandIns
+from grader.results import GRADED, PUBLIC, SubmissionResult
 
 
 @dataclass
@@ -47,6 +49,7 @@ class Kit:
     has_hidden: bool
     grader_only: dict[str, str]  # check id -> why only the grader runs it (left out of the kit's result)
     provided: tuple[tuple[str, str], ...]  # (file name, source) of the harness files questions use
+    standins: dict[str, StandIns]  # question -> the recorded answers of the references it is graded with
 
 
 def find_kit(start: Path | None = None) -> Path:
@@ -106,9 +109,10 @@ def load_kit(folder: Path) -> Kit:
                                    replaced if v["computed"] else None, VariantMark(v["id"]) if v["computed"] else None)
                            for v in data["variants"]]
     provided = tuple((Path(p).name, (folder / p).read_text(encoding="utf-8")) for p in data["provided"])
+    standins = {question: StandIns(records, store) for question, records in data["provided_calls"].items()}
     return Kit(folder, data["assignment"], data["title"], data["student"], assignment,
                tuple((q, t) for q, t in data["unchecked"]), bool(data["has_hidden"]),
-               {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided)
+               {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided, standins)
 
 
 def grader_only_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:
@@ -178,15 +182,6 @@ class KitRunner(SubmissionRunner):
         masked_softmax: not checked now, so not known to be right)."""
         return sorted({q.id for n in question.graded_with_reference if (q := self.kit.assignment.owner_of(n))})
 
-    def _compare_with_own(self, question: Question, checks: list[CheckResult], *, compared: bool,
-                          last: bool) -> tuple[list[CheckResult], list[str]]:
-        if not compared:  # the owners' questions passed here: their answers are as good as the reference
-            return checks, []
-        names = ", ".join(question.graded_with_reference)
-        owners = ", ".join(self._owners(question))
-        return checks, [f"Checked here with your own {names}; your instructor's grading uses the reference {names} "
-                        f"in its place, so a mistake there costs points only in {owners}."]
-
     def harness(self, names: Sequence[str]) -> dict[str, Any]:
         """The provided names a question uses (a training harness), run once per check() from the kit's copy."""
         if self._harness is None:
@@ -203,6 +198,10 @@ class KitRunner(SubmissionRunner):
         run = _QuestionRun()
         out, err = io.StringIO(), io.StringIO()
         lent = self.harness(question.uses_provided) if question.uses_provided else {}
+        by_reference = [n for n in question.graded_with_reference if n in provided]
+        if by_reference:  # the grader's first run: the references in place of the student's own answers
+            recorded = self.kit.standins.get(question.id, StandIns([], ArrayStore(self.kit.folder / ARRAYS)))
+            lent |= recorded.lend(by_reference, self.calls.namespace)
         with _names_lent(self.calls.namespace, lent), contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(err):
             code = StudentCode(KernelSession(self.calls), naming=question.naming,  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ def _unit_results(program: Program, units: list[LoadedUnit]) -> tuple[UnitResult
 
 def unrun_questions(assignment: Assignment, student: str, reason: str) -> tuple[QuestionResult, ...]:
     return tuple(
-        QuestionResult(q.id, q.title, tuple(not_run(c, check_seed(assignment.name, student, c.id), reason)
+        QuestionResult(q.id, q.title, tuple(not_run(c, check_seed(assignment.name, student, c.id, c.visibility), reason)
                                             for c in assignment.checks_for(q.id)))
         for q in assignment.questions)
 

@@ -44,6 +44,7 @@ import calls  # noqa: E402
 import capture  # noqa: E402
 import convert  # noqa: E402
 import privileges  # noqa: E402
+import provided_calls  # noqa: E402
 import stubs  # noqa: E402
 import wire  # noqa: E402
 
@@ -214,7 +215,10 @@ class Serving(calls.Calls):
             provided_ns: dict[str, Any] = module.__dict__
             try:
                 exec(compile(request["provided_source"], "<reference>", "exec", dont_inherit=True), provided_ns)
-                stubs.provide(self.namespace, {name: provided_ns[name] for name in request["provided_names"]})
+                provided = {name: provided_ns[name] for name in request["provided_names"]}
+                if request.get("record_provided"):  # the student kit is being recorded from the model solution
+                    provided = provided_calls.recording(provided)
+                stubs.provide(self.namespace, provided)
             except BaseException as exc:  # the student's code may have broken what it needs: say so on each call
                 failed = self.describe_exception(exc)
                 failed["message"] = (f"the grader's provided code ({', '.join(request['provided_names'])}) could "
@@ -227,6 +231,10 @@ class Serving(calls.Calls):
                                    "notes": list(stubs.NOTES)})
                 os._exit(0)
             reply_blobs: list[bytes] = []
+            if header.get("op") == "provided_calls":
+                kept, kept_blobs = provided_calls.drain()
+                self.channel.send({"ok": True, "kept": kept}, kept_blobs)
+                continue
             if failed is not None:
                 self.channel.send({"ok": False, "error": failed})
                 continue

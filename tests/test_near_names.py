@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from grader.check import load_assignment
@@ -31,9 +31,10 @@ from grader.results import SHARED_PROBLEM, SHARED_PROBLEM_NOTE, SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT, write
 
-# Every name an assignment asks for, with the other names of its assignment (never offered as a near name).
-ASKED = [(name, spec.withheld_names) for spec in map(load_assignment, available_assignments())
-         for name in spec.withheld_names]
+# Every name an assignment asks for, with the other names of its assignment (never offered as a near name); the toy's
+# are short (`bump`, `scale`: one letter edit allowed, where a swap is one edit and not two).
+SPECS = [*map(load_assignment, available_assignments()), load_assignment("toy", solutions_dir=FIXTURE_SOLUTIONS)]
+ASKED = [(name, spec.withheld_names) for spec in SPECS for name in spec.withheld_names]
 
 
 # ----- the rule ---------------------------------------------------------------------------------------------------
@@ -72,7 +73,14 @@ def misspellings(draw: st.DrawFn) -> tuple[str, tuple[str, ...], str]:
     return asked, taken, name
 
 
+TOY_NAMES = ("scale", "twice_scaled", "bump")
+
+
 @given(misspellings())
+@settings(max_examples=300)
+@example(("scale", TOY_NAMES, "sclae"))  # a swap, one edit where one is allowed
+@example(("bump", TOY_NAMES, "Bumpes"))  # a plural, two letters where one edit is allowed
+@example(("masked_softmax", TOY_NAMES, "Masked__SofMax"))
 def test_a_misspelt_name_is_near_the_name_asked_for(case: tuple[str, tuple[str, ...], str]) -> None:
     asked, taken, name = case
     assume(name != asked and name not in taken and name.isidentifier())
@@ -128,9 +136,16 @@ def test_only_what_the_students_code_defined_is_offered() -> None:
         scores = [1, 2]
         _i3 = "masked_sofmax(X, None)"
         Out = {}
+        class Raising:
+            def __getattribute__(self, name):
+                raise RuntimeError(name)
+            def __call__(self):
+                pass
+        hostile = Raising()
+        globals()["not a name"] = globals()["n" * 101] = 1
     """), namespace)
     reply = KernelCalls(namespace).describe("masked_softmax")
-    assert reply == {"exists": False, "defined": ["Attention", "layer", "masked_sofmax", "pi", "scores"]}
+    assert reply == {"exists": False, "defined": ["Attention", "Raising", "layer", "masked_sofmax", "pi", "scores"]}
 
 
 # ----- the three paths, on the toy assignment --------------------------------------------------------------------
@@ -253,8 +268,10 @@ def test_masked_sofmax_is_named_by_the_grader_grader_check_and_the_kit(tmp_path:
     # A name with no near one is told as before.
     assert any("`AdditiveAttention` is not defined in your submission." in m for m in messages(graded, "q2"))
 
-    path = write(tmp_path / "checked", "attention_scoring.py", MISSPELT_SOFTMAX)
+    # `grader check` tells the assignment from the near name when the file defines none of the names themselves.
+    path = write(tmp_path / "checked", "mywork.py", MISSPELT_SOFTMAX)
     checked = check_submission(path=path, out_dir=tmp_path / "out")
+    assert checked.result.assignment == "attention_scoring"
     assert any(SOFTMAX in m for m in messages(checked.result, "q1"))
 
     kit = kit_result(scoring_kit, MISSPELT_SOFTMAX)

@@ -142,10 +142,12 @@ class Calls:
         own = self.namespace.get("__name__")
         names = []
         for name, obj in list(self.namespace.items()):
-            if not isinstance(name, str) or _NOT_DEFINED_BY_STUDENT.match(name) or isinstance(obj, types.ModuleType):
+            # Identifiers of a sensible length only: a name put in globals() by hand may be anything.
+            if type(name) is not str or len(name) > 100 or not name.isidentifier() or \
+                    _NOT_DEFINED_BY_STUDENT.match(name):
                 continue
             try:
-                if callable(obj) and getattr(obj, "__module__", None) != own:
+                if isinstance(obj, types.ModuleType) or (callable(obj) and getattr(obj, "__module__", None) != own):
                     continue
             except Exception:  # an object whose attributes raise: not the student's to rename
                 continue

@@ -298,7 +298,7 @@ class SubmissionRunner:
                 with process.question(provided_source=source, provided_names=provided, last=last,
                                       record_provided=RECORDING_PROVIDED.get()) as session:
                     code = StudentCode(session, load_hint=self._load_hint(), naming=question.naming,
-                                       convention=question.convention)
+                                       convention=question.convention, asked=self.assignment.withheld_names)
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)

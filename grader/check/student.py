@@ -11,6 +11,7 @@ import numpy as np
 
 from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
+from grader.check.near_names import near_names
 from grader.check.signature import Parameter, describe_renaming, plan_call
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, decode_value
@@ -26,6 +27,7 @@ class NameInfo:
     is_class: bool = False
     is_module: bool = False
     signature: tuple[Parameter, ...] | None = None  # a class's constructor, or a function's parameters, in order
+    defined: tuple[str, ...] = ()  # a missing name's: the names the student's code defined (calls.py)
 
 
 def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -95,9 +97,11 @@ class StudentCode:
     """The student's namespace inside one question's fork."""
 
     def __init__(self, session: QuestionSession, *, load_hint: str = "", naming: Naming | None = None,
-                 convention: str = "") -> None:
+                 convention: str = "", asked: tuple[str, ...] = ()) -> None:
         self.session = session
         self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
+        # Every name the assignment asks for: never offered as the near name of another (near_names.py).
+        self.asked = asked
         self.naming = naming or Naming()  # how the weights a check sets find the student's parameters (binding.py)
         # The shapes the question's modules take, told when the student's code fails on them with a shape error
         # (say, code written for batches where the assignment passes one query).
@@ -174,7 +178,7 @@ class StudentCode:
             return self.known[name]
         reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
         if not reply.get("exists"):
-            return NameInfo(False)
+            return NameInfo(False, defined=tuple(str(n) for n in reply.get("defined") or ()))
         signature = reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
                         bool(reply.get("is_module")), tuple(Parameter(str(n), str(k), bool(d)) for n, k, d in signature)
@@ -193,6 +197,12 @@ class StudentCode:
         info = self.describe(name)
         hint = f" ({self.load_hint})" if self.load_hint else ""
         if not info.exists:
+            near = near_names(name, info.defined, taken=self.asked)
+            if near:  # not graded in its place: the message names both, so the fix is one rename
+                raise WrongAnswer(f"`{name}` is not defined in your submission{hint}: you defined `{near[0]}`; the "
+                                  f"assignment asks for `{name}` (rename it)",
+                                  hint=f"`{name}` is not defined: you defined `{near[0]}`; rename it `{name}`",
+                                  setup=True)
             raise WrongAnswer(f"`{name}` is not defined in your submission{hint}", hint=f"`{name}` is not defined",
                               setup=True)
         if want_class and not info.is_class:
@@ -247,6 +257,7 @@ class ReplayedCode(StudentCode):
     def __init__(self, original: StudentCode) -> None:
         self.session = None  # type: ignore[assignment]
         self.load_hint = original.load_hint
+        self.asked = original.asked
         self._max_elements = original._max_elements
         self.calls = []
         self.replies = []

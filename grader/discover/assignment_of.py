@@ -3,7 +3,8 @@
 In order: the notebook's metadata (``grader.assignment``, written into every generated template), the file's name
 (``attention_scoring.py``), then the names the file defines (``def masked_softmax``, ``class AdditiveAttention``)
 against the names each assignment's questions ask for: the assignment with the largest share of its names defined
-wins, ties going to the one with more. Nothing matching, or a tie, is an error that asks for ``--assignment``.
+wins, ties going to the one with more; when none is defined, the names near them (grader/check/near_names.py:
+``masked_sofmax``) count in their place. Nothing matching, or a tie, is an error that asks for ``--assignment``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from grader.check.near_names import near_names
 from grader.errors import ConfigurationError
 
 
@@ -45,6 +47,17 @@ def defined_names(sources: Sequence[str]) -> set[str]:
     return names
 
 
+def _shares(available: Sequence[str], asks_for: Callable[[str], Sequence[str]],
+            hits_of: Callable[[set[str]], int]) -> dict[str, tuple[float, int]]:
+    shares: dict[str, tuple[float, int]] = {}
+    for name in available:
+        wanted = set(asks_for(name))
+        hits = hits_of(wanted)
+        if wanted and hits:
+            shares[name] = (hits / len(wanted), hits)
+    return shares
+
+
 def infer_assignment(path: Path, *, available: Sequence[str], asks_for: Callable[[str], Sequence[str]],
                      sources: Callable[[], Sequence[str]]) -> str:
     """The assignment of ``path`` among ``available``; ``asks_for(name)`` gives the names an assignment's questions
@@ -54,12 +67,10 @@ def infer_assignment(path: Path, *, available: Sequence[str], asks_for: Callable
     if path.stem in available:
         return path.stem
     found = defined_names(sources())
-    shares: dict[str, tuple[float, int]] = {}
-    for name in available:
-        wanted = set(asks_for(name))
-        hits = len(wanted & found)
-        if wanted and hits:
-            shares[name] = (hits / len(wanted), hits)
+    shares = _shares(available, asks_for, lambda wanted: len(wanted & found))
+    if not shares:  # only near names (`masked_sofmax`): the check then tells the student to rename them
+        shares = _shares(available, asks_for,
+                         lambda wanted: sum(bool(near_names(n, found, taken=wanted)) for n in wanted))
     which = ", ".join(available)
     if not shares:
         raise ConfigurationError(f"could not tell which assignment {path.name} is for: it defines none of the names "

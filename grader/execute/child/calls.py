@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 import random
+import re
 import traceback
+import types
 from typing import Any
 
 import numpy as np
@@ -118,7 +120,8 @@ class Calls:
 
     def describe(self, name: str) -> dict[str, Any]:
         if name not in self.namespace:
-            return {"exists": False}
+            # What the student defined instead, for the grader to name a near one (grader/check/near_names.py).
+            return {"exists": False, "defined": self.defined_names()}
         obj = self.namespace[name]
         info: dict[str, Any] = {"exists": True, "type": convert.type_name(obj), "callable": callable(obj),
                                 "is_class": isinstance(obj, type)}
@@ -130,6 +133,31 @@ class Calls:
         except (TypeError, ValueError):  # no signature Python can read
             info["signature"] = None
         return info
+
+    def defined_names(self) -> list[str]:
+        """The names the student's own code defined at the top level: its functions, classes and instances of its
+        classes, and any other value but a module; not dunder names, IPython's history (``_i3``, ``Out``), nor what it
+        imported or the grader put there (a function whose ``__module__`` is not the student's: ``softmax`` from
+        ``from torch.nn.functional import softmax``, a reference)."""
+        own = self.namespace.get("__name__")
+        names = []
+        for name, obj in list(self.namespace.items()):
+            # Identifiers of a sensible length only: a name put in globals() by hand may be anything.
+            if type(name) is not str or len(name) > 100 or not name.isidentifier() or \
+                    _NOT_DEFINED_BY_STUDENT.match(name):
+                continue
+            try:
+                if isinstance(obj, types.ModuleType) or (callable(obj) and getattr(obj, "__module__", None) != own):
+                    continue
+            except Exception:  # an object whose attributes raise: not the student's to rename
+                continue
+            names.append(name)
+        return sorted(names)[:_MAX_DEFINED]
+
+
+# Dunder names, and the names IPython's shell defines in a kernel's namespace.
+_NOT_DEFINED_BY_STUDENT = re.compile(r"__\w*__$|_+$|_i+\d*$|_\d+$|_[iod]h$|In$|Out$")
+_MAX_DEFINED = 2000
 
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "positional", inspect.Parameter.POSITIONAL_OR_KEYWORD: "either",
           inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.KEYWORD_ONLY: "keyword",

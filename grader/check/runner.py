@@ -225,7 +225,10 @@ class SubmissionRunner:
         The question is graded with the reference in place of the student's own answers, so a mistake there costs
         points only where it is made. A check that then fails by raising, or on the form of an answer (a shape, a
         type), may fail only because the student's code was written for their own earlier answer's convention: it
-        is run again with their own answers, and the better result counts, said in its message. When the owning
+        is run again with their own answers, and the better result counts, said in its message (with their own
+        answers, code that runs to a comparison counts over an exception with the reference, and a failure on values
+        over a failure on form: it names the mistake). When the
+        owning
         questions lost points, every check is run again that way too, to say what the reference changed.
         """
         names = ", ".join(question.graded_with_reference)
@@ -244,10 +247,15 @@ class SubmissionRunner:
                   if c.check_id in self._setup_failures}
         changed = []
         for with_reference, with_own in zip(checks, own.checks):
-            if with_reference.check_id in convention and with_own.passed:
+            further = with_own.status == FAILED and (with_reference.status == ERROR
+                                                     or with_own.check_id in self._value_failures)
+            if with_reference.check_id in convention and (with_own.passed or further):
+                # Written for the student's own answers: with them it passes, or gets as far as comparing values,
+                # whose message names the mistake better than the reference's shape error does.
+                outcome = "it passes; the better result counts" if with_own.passed else \
+                    "it runs and is compared, as below"
                 note = (f"Graded with your own {names}: with the reference {names} in its place, your code failed "
-                        f"({with_reference.message.rstrip('.')}), and with yours it passes, so it was written for "
-                        f"your own {names}; the better result counts.")
+                        f"({with_reference.message.rstrip('.')}); with yours {outcome}.")
                 changed.append(dataclasses.replace(with_own, notes=(*with_own.notes, note)))
                 if with_own.check_id in by_own:
                     self._setup_failures[with_own.check_id] = by_own[with_own.check_id]

@@ -7,6 +7,7 @@ the values it expected (shown to the instructor only).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -40,7 +41,11 @@ class CheckContext:
     def __init__(self, *, student: StudentCode, seed: int, forced: Mapping[str, int] | None = None) -> None:
         self.student = student
         student.start_check()  # the trace and the replies are this check's: earlier checks logged theirs
-        self.met = 0  # expectations met so far: a replay that gets further agrees with what failed here
+        self.met = 0  # expectations met so far
+        # Where each expectation was tried, in order (the check's file and line), and the index of the first that
+        # failed: a replay with a known-wrong variant names it only if it meets that very expectation (diagnose.py).
+        self.points: list[str] = []
+        self.failed_at: int | None = None
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         # Sizes the runner imposes when it looks for a smaller failing case, and the sizes this run used.
@@ -111,6 +116,7 @@ class CheckContext:
         reference's entry by entry whatever the outcome (a hand-computed answer to check one's working against).
         """
         expected = np.asarray(expected)
+        self._tried()
         self.expected.append(f"expected {label}: {describe_array(expected)}")
         if attention:
             self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES)
@@ -123,6 +129,7 @@ class CheckContext:
             if mismatch.category in ("values", "nonfinite") and shape_ok and not show:
                 assert got is not None and got.array is not None
                 self._tabulate(label, got.array, expected, rtol=rtol, atol=atol)
+            self._failed()
             raise WrongAnswer(mismatch.message, hint=mismatch.hint, values=mismatch.category in ("values", "nonfinite"))
         assert got is not None and got.array is not None
         self.met += 1
@@ -146,9 +153,23 @@ class CheckContext:
                misconception: str | None = None) -> None:
         """Fail with ``message`` unless ``condition``; ``misconception`` names the known mistake (the id of one of
         the assignment's variants, e.g. "q1.bias_present") when the failure itself identifies it."""
+        self._tried()
         if not condition:
+            self._failed()
             raise WrongAnswer(message, hint=hint or message, misconception=misconception)
         self.met += 1
+
+    def _tried(self) -> None:
+        """Note where the check tries an expectation: the first frame outside this file (expect_sequence calls
+        expect), as "file:line"."""
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_filename == __file__:
+            frame = frame.f_back
+        self.points.append(f"{frame.f_code.co_filename}:{frame.f_lineno}")
+
+    def _failed(self) -> None:
+        if self.failed_at is None:
+            self.failed_at = len(self.points) - 1
 
     def expect_sequence(self, label: str, got: Returned, names: Sequence[str]) -> tuple[Returned, ...]:
         """Fail unless ``got`` is a tuple or list of exactly ``len(names)`` values; return them, to check each in

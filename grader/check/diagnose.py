@@ -1,10 +1,21 @@
 """Which known mistake a failed check's answers show, for the report to name it.
 
 The check is replayed, with the student's recorded answers and no call into their process, once for each of the
-question's known-wrong variants with the variant in place of the reference (``@substitutable``). A variant whose
-replay gets further than the graded run, or passes, agrees with the student where the check failed: its name and
-explanation are the diagnosis. A check that names the mistake itself (``ctx.expect(..., misconception=...)``) needs
-no replay: the runner takes that name.
+question's known-wrong variants with the variant in place of the reference (``@substitutable``). A variant is the
+likely cause only when it reproduces the failure on the failing inputs:
+
+- the replay passes the check; or
+- the replay meets the very expectation that failed (the same one in the sequence the check tried, at the same place
+  in the check's code, so the student's answer there equals the variant's within the check's tolerance), having
+  met every one before it, and then passes or asks for an answer the graded run never got (it stopped at the
+  failure: ``ReplayExhausted``).
+
+A replay that fails anywhere (before, at or after that expectation) or raises disagrees with the student, and so
+does one that stops short of the expectation that failed. A failure that was not an expectation (a check raising
+``WrongAnswer`` itself, or the student's code raising, which the replay serves again under every variant) has a cause
+only when a replay passes. Its name and explanation are then the diagnosis; without one, no cause is given, and the
+check's own message says what differed. A check that names the mistake itself (``ctx.expect(...,
+misconception=...)``) needs no replay: the runner takes that name.
 """
 
 from __future__ import annotations
@@ -16,10 +27,20 @@ from grader.check.variants import substituted
 from grader.results import Diagnosis
 
 
+def reproduces(replay: CheckContext, failed: CheckContext) -> bool:
+    """Whether a replay that stopped for want of recorded answers met the expectation at which ``failed`` failed,
+    tried at the same place, after the same ones before it."""
+    at = failed.failed_at
+    if at is None or replay.failed_at is not None or len(replay.points) <= at:
+        return False
+    return replay.points[:at + 1] == failed.points[:at + 1]
+
+
 def diagnose(assignment: Assignment, check: CheckSpec, seed: int, code: StudentCode,
              failed: CheckContext) -> Diagnosis | None:
-    """The first known-wrong variant of this question whose answers agree with the student's where the check
-    failed: the check replayed with the variant in place of the reference gets further, or passes."""
+    """The first known-wrong variant of this question that reproduces the student's failure (module docstring):
+    the check replayed with the variant in place of the reference passes, or meets the expectation that failed
+    and runs out of recorded answers after it."""
     for variant in assignment.variants_for(check.question):
         if variant.replaces is None:
             continue
@@ -28,7 +49,7 @@ def diagnose(assignment: Assignment, check: CheckSpec, seed: int, code: StudentC
             with substituted(variant):
                 check.run(replay)
         except ReplayExhausted:
-            if replay.met <= failed.met:
+            if not reproduces(replay, failed):
                 continue
         except Exception:  # a variant that disagrees, or cannot run on these inputs
             continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -58,6 +60,15 @@ def _show_args(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
     return ", ".join([_show(a) for a in args] + [f"{k}={_show(v)}" for k, v in kwargs.items()])
 
 
+def _fingerprint(header: Mapping[str, Any], blobs: list[bytes] | tuple) -> str:
+    """What a request asked, inputs included, as a digest: a replay is served an answer only for the same request."""
+    digest = hashlib.blake2b(json.dumps(header, sort_keys=True, default=str).encode(), digest_size=16)
+    for blob in blobs:
+        digest.update(len(blob).to_bytes(8, "little"))
+        digest.update(blob)
+    return digest.hexdigest()
+
+
 def _where(frame: Any) -> str:
     """' (cell [2], line 7, in masked_softmax: `X[~mask] = value`)' from the last frame in the student's code."""
     try:
@@ -109,12 +120,13 @@ class StudentCode:
         self.notes: list[str] = []  # for the question's report: how the grader adapted to the student's code
         self._max_elements = session.process.limits.max_array_elements
         self.calls: list[str] = []  # what was called with what, for the instructor's view of a check
-        # This check's answers (operation, reply, blobs), to replay it against known-wrong variants of the reference.
-        self.replies: list[tuple[str, dict[str, Any], list[bytes]]] = []
-        # Requests sent without waiting (seeding, setting weights, train/eval): (operation, what, recorded), their
-        # answers read in order before the next answer waited for. A round trip costs a context switch each way;
-        # most of a check's requests answer nothing the check needs.
-        self.pending: list[tuple[str, str, bool]] = []
+        # This check's answers (operation, reply, blobs, the request's fingerprint), to replay it against
+        # known-wrong variants of the reference.
+        self.replies: list[tuple[str, dict[str, Any], list[bytes], str]] = []
+        # Requests sent without waiting (seeding, setting weights, train/eval): (operation, what, recorded,
+        # fingerprint), their answers read in order before the next answer waited for. A round trip costs a context
+        # switch each way; most of a check's requests answer nothing the check needs.
+        self.pending: list[tuple[str, str, bool, str]] = []
         self.known: dict[str, NameInfo] = {}  # names described in this fork (describe)
         self.known_at_start: dict[str, NameInfo] = {}  # ... when the current check began, for its replay
         # Whether the current check gave a call a memory budget, which only the grader's process can enforce (the
@@ -129,7 +141,7 @@ class StudentCode:
         """Send a request whose answer the check does not need: an error it raises surfaces at the next request
         waited for (or at ``settle``), named as this request's."""
         self.session.send(header, blobs)
-        self.pending.append((str(header.get("op")), what, record))
+        self.pending.append((str(header.get("op")), what, record, _fingerprint(header, blobs) if record else ""))
 
     def settle(self, *, ignore_errors: bool = False) -> None:
         """Read the answers of the requests sent without waiting; raise the first one's error (unless ignored)."""
@@ -140,10 +152,10 @@ class StudentCode:
     def _drain(self) -> StudentRaised | None:
         failure = None
         pending, self.pending = self.pending, []
-        for op, what, record in pending:
+        for op, what, record, asked in pending:
             reply, reply_blobs = self.session.receive(waiting_for=what)
             if record:
-                self.replies.append((op, reply, reply_blobs))
+                self.replies.append((op, reply, reply_blobs, asked))
             if not reply.get("ok") and failure is None:
                 failure = _raised(what, reply, load_hint=self.load_hint)
         return failure
@@ -153,7 +165,7 @@ class StudentCode:
         self.session.send(header, blobs)
         failure = self._drain()
         reply, reply_blobs = self.session.receive(waiting_for=what, timeout=timeout)
-        self.replies.append((str(header.get("op")), reply, reply_blobs))
+        self.replies.append((str(header.get("op")), reply, reply_blobs, _fingerprint(header, blobs)))
         if failure is not None:
             raise failure
         return reply, reply_blobs
@@ -272,8 +284,10 @@ class ReplayedCode(StudentCode):
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
                  timeout: float | None) -> tuple[dict, list]:
-        op, reply, reply_blobs = next(self._recorded, ("", {}, []))
-        if op != header.get("op"):
+        op, reply, reply_blobs, asked = next(self._recorded, ("", {}, [], ""))
+        if op != header.get("op") or asked != _fingerprint(header, blobs):
+            # Past the recording's end, or another request, or the same with other inputs (a variant's values
+            # passed on to the student's code): the student never answered it.
             raise ReplayExhausted(f"{what}: not in the recording")
         return reply, reply_blobs
 

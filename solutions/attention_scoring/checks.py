@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check import HIDDEN, Arg, Assignment, CheckContext, Question, StudentObject, WrittenQuestion
+from grader.check import HIDDEN, Arg, Assignment, CheckContext, Question, Returned, StudentObject, WrittenQuestion
 
 from . import reference_numpy as ref
 
@@ -253,6 +253,18 @@ def q2_random_2d(ctx: CheckContext) -> None:
     additive_case(ctx, 2, one_size=True)
 
 
+def expect_no_nan(ctx: CheckContext, name: str, mode: str, *outputs: Returned) -> None:
+    """Fail, naming no mistake, when an output holds NaN: NaN equals nothing, not even itself, so the comparisons
+    the dropout checks make would blame dropout for it."""
+    for output in outputs:
+        array = output.array
+        if array is not None and array.dtype.kind in "fc" and np.isnan(array).any():
+            count = int(np.isnan(array).sum())
+            ctx.expect(False, f"the output of {name} in {mode} mode holds NaN ({count} of {array.size} entries): "
+                              "each entry should be a number (0/0, inf - inf and 0 * inf give NaN)",
+                       hint=f"the output of {name} in {mode} mode holds NaN")
+
+
 def expect_dropout(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray, *,
                    misconception: str | None = None) -> None:
     """Eval mode is deterministic and equals the reference; training mode drops weights (dropout=0.5)."""
@@ -264,6 +276,8 @@ def expect_dropout(ctx: CheckContext, model: StudentObject, name: str, inputs: t
     ctx.expect(first.is_tensor and evaluated.is_tensor, f"{name} should return a torch.Tensor")
     ctx.expect(first.shape == evaluated.shape, f"{name} returns shape {first.shape} in training mode but "
                                                f"{evaluated.shape} in eval mode")
+    expect_no_nan(ctx, name, "training", first, second)
+    expect_no_nan(ctx, name, "eval", evaluated)
     changed = not (np.allclose(first.array, evaluated.array) and np.allclose(second.array, evaluated.array))
     ctx.expect(changed, f"{name} gives the same output in training and eval mode with dropout=0.5: apply "
                         "self.dropout to the attention weights", misconception=misconception)
@@ -275,10 +289,13 @@ def expect_eval_deterministic(ctx: CheckContext, model: StudentObject, name: str
     model.eval()
     first, second = model(*args), model(*args)
     ctx.expect(first.is_tensor and second.is_tensor, f"{name} should return a torch.Tensor")
-    ctx.expect(np.array_equal(first.array, second.array),
-               f"{name} gives different outputs for the same inputs in eval mode: dropout must only act in "
-               "training mode (use self.dropout, an nn.Dropout, not F.dropout(..., training=True))",
+    # NaN where both calls have it is the same output (and is then failed for itself, below).
+    floats = all(a is not None and a.dtype.kind in "fc" for a in (first.array, second.array))
+    same = np.array_equal(first.array, second.array, equal_nan=floats)
+    ctx.expect(same, f"{name} gives different outputs for the same inputs in eval mode: dropout must only act in "
+                     "training mode (use self.dropout, an nn.Dropout, not F.dropout(..., training=True))",
                misconception=misconception)
+    expect_no_nan(ctx, name, "eval", first)
 
 
 def dropout_inputs(ctx: CheckContext, query_size: int, key_size: int) -> tuple[tuple, np.ndarray]:

@@ -59,8 +59,8 @@ def q1_softmax_over_queries(X: np.ndarray, valid_lens: np.ndarray | None) -> np.
 
 
 @variant("q1", replaces=ref.masked_softmax, name="masked scores set to 0",
-         explain="Your masked_softmax sets the scores of the keys past valid_lens to 0, and exp(0) is not 0, so they "
-                 "still get weight: fill them with a very large negative value (-1e6) before the softmax, so that "
+         explain="Your masked_softmax gives the keys past valid_lens the weight a score of 0 would get (exp(0) is "
+                 "1, not 0): fill their scores with a very large negative value (-1e6) before the softmax, so that "
                  "their weight is 0.",
          mutation=[("X.masked_fill(~mask, -1e6)", "X.masked_fill(~mask, 0)")])
 def q1_mask_value_zero(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
@@ -71,8 +71,8 @@ def q1_mask_value_zero(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarr
 
 
 @variant("q1", replaces=ref.masked_softmax, name="mask applied after the softmax",
-         explain="Your masked_softmax zeroes the weights of the keys past valid_lens after the softmax, so the "
-                 "weights left no longer sum to 1: mask the scores (set them to -1e6) before the softmax instead.",
+         explain="Your masked_softmax's weights are the unmasked softmax with the keys past valid_lens set to 0, so "
+                 "they no longer sum to 1: mask the scores (set them to -1e6) before the softmax instead.",
          mutation=[("F.softmax(X.masked_fill(~mask, -1e6), dim=-1)", "F.softmax(X, dim=-1).masked_fill(~mask, 0)")])
 def q1_mask_after_softmax(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
     X = np.asarray(X, np.float64)
@@ -82,7 +82,7 @@ def q1_mask_after_softmax(X: np.ndarray, valid_lens: np.ndarray | None) -> np.nd
 
 
 @variant("q1", replaces=ref.masked_softmax, name="mask off by one (keeps key valid_len)",
-         explain="Your mask keeps one key too many, positions 0 to valid_len (<= instead of <): the valid keys are "
+         explain="Your mask keeps one key too many, positions 0 to valid_len (as <= for < would): the valid keys are "
                  "positions 0 to valid_len - 1, so keep torch.arange(num_keys) < valid_lens.",
          mutation=[("positions[None, None, :] < valid_lens[:, :, None]",
                     "positions[None, None, :] <= valid_lens[:, :, None]")])
@@ -188,9 +188,9 @@ misconception("q2", "no_projections", name="queries and keys not projected by W_
 """)])
 
 misconception("q2", "dropout_in_eval", name="dropout active in eval mode",
-              explain="Your AdditiveAttention drops attention weights even after .eval() (F.dropout(..., "
-                      "training=True)), so its output is random: call self.dropout, an nn.Dropout, which is off in "
-                      "eval mode.",
+              explain="Your AdditiveAttention gives different outputs for the same inputs after .eval(), as dropout "
+                      "left on does (F.dropout(..., training=True)): call self.dropout, an nn.Dropout, which is off "
+                      "in eval mode.",
               mutation=[(ADDITIVE_RETURN, ADDITIVE_RETURN.replace("self.dropout(self.attention_weights)",
                                                                   EVAL_DROPOUT))])
 
@@ -260,9 +260,9 @@ def q3_softmax_over_queries(queries: np.ndarray, keys: np.ndarray, values: np.nd
     return weights @ np.asarray(values, np.float64), weights
 
 
-@variant("q3", replaces=ref.dot_product_attention, name="valid_lens ignored",
-         explain="Your DotProductAttention takes valid_lens but never uses it, so padded keys get weight too: pass it "
-                 "on, masked_softmax(scores, valid_lens), so that the keys past each valid length get weight 0.",
+@variant("q3", replaces=ref.dot_product_attention, name="padded keys not masked",
+         explain="Your DotProductAttention gives the padded keys weight, as if valid_lens were not used: pass it on, "
+                 "masked_softmax(scores, valid_lens), so that the keys past each valid length get weight 0.",
          mutation=[(DOT_WEIGHTS, DOT_WEIGHTS.replace("masked_softmax(scores, valid_lens)",
                                                      "masked_softmax(scores, None)"))])
 def q3_ignores_valid_lens(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
@@ -271,9 +271,9 @@ def q3_ignores_valid_lens(queries: np.ndarray, keys: np.ndarray, values: np.ndar
 
 
 misconception("q3", "dropout_in_eval", name="dropout active in eval mode",
-              explain="Your DotProductAttention drops attention weights even after .eval() (F.dropout(..., "
-                      "training=True)), so its output is random: call self.dropout, an nn.Dropout, which is off in "
-                      "eval mode.",
+              explain="Your DotProductAttention gives different outputs for the same inputs after .eval(), as "
+                      "dropout left on does (F.dropout(..., training=True)): call self.dropout, an nn.Dropout, which "
+                      "is off in eval mode.",
               mutation=[(DOT_RETURN, DOT_RETURN.replace("self.dropout(self.attention_weights)", EVAL_DROPOUT))])
 
 misconception("q3", "no_dropout", name="dropout never applied",

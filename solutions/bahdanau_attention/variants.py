@@ -76,8 +76,8 @@ def q1_softmax_hidden_axis(query: np.ndarray, key: np.ndarray, value: np.ndarray
 
 
 @variant("q1", replaces=ref.additive_attention, name="softmax over the size-1 score axis",
-         explain="Your softmax runs over the last axis of the (n, 1) scores, which has a single entry, so every weight "
-                 "is 1: flatten the scores to (n,) first (reshape(-1)) and take the softmax over the keys, dim=0.",
+         explain="Your weights are all 1, as a softmax over the last axis of the (n, 1) scores gives (it has one "
+                 "entry): flatten the scores to (n,) first (reshape(-1)) and take the softmax over the keys, dim=0.",
          mutation=[(SCORES, "attention_weights = torch.softmax(self.energy_layer(energy), dim=-1).reshape(-1)")])
 def q1_softmax_size_one_axis(query: np.ndarray, key: np.ndarray, value: np.ndarray,
                              p: Params) -> tuple[np.ndarray, np.ndarray]:

@@ -201,8 +201,10 @@ def q3_eval_deterministic(ctx: CheckContext) -> None:
     args = (Arg.tensor(query), Arg.tensor(value))
     first, second = model(*args), model(*args)
     expected = ref.additive_attention(query, value)[0]
+    # Output holding NaN is no sign of dropout (NaN equals nothing, not even itself): expect_tensor says it holds NaN.
     if first.is_tensor and second.is_tensor and first.array is not None and second.array is not None \
-            and first.shape == second.shape == expected.shape:
+            and first.shape == second.shape == expected.shape \
+            and not (np.isnan(first.array).any() or np.isnan(second.array).any()):
         ctx.expect(np.allclose(first.array, expected, rtol=1e-4, atol=1e-5)
                    or np.allclose(first.array, second.array, rtol=1e-4, atol=1e-5),
                    "the output in eval mode differs from the reference, and from a second call on the same inputs: "
@@ -223,6 +225,10 @@ def q3_training_drops(ctx: CheckContext) -> None:
     ctx.expect(distribution.is_tensor and distribution.shape == weights.shape and distribution.array is not None,
                f"in training mode the attention scores should be a tensor of shape {weights.shape}, got "
                f"{distribution.describe()}", hint="the attention scores in training mode are not a tensor")
+    nan = int(np.isnan(distribution.array).sum())
+    ctx.expect(nan == 0, f"in training mode the attention scores hold NaN ({nan} of {weights.size} entries): each "
+                         "should be a number (0/0, inf - inf and 0 * inf give NaN)",
+               hint="the attention scores in training mode hold NaN")
     dropped = np.isclose(distribution.array, 0.0, atol=1e-7)
     kept = np.isclose(distribution.array, weights / 0.5, rtol=1e-4, atol=1e-6)
     ctx.expect(bool(dropped.any()), f"with dropout=0.5 in training mode, none of the {weights.size} attention weights "

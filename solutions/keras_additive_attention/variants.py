@@ -51,7 +51,7 @@ def attend(query: np.ndarray, value: np.ndarray, key: np.ndarray | None, *, scal
 
 # ----- q1 scores and output --------------------------------------------------------------------------------------
 @variant("q1", replaces=ref.additive_attention, name="scale not applied",
-         explain="Your scores ignore `scale`: the parameter is created but never used. Multiply the tanh terms by "
+         explain="Your scores come out as if `scale` were not applied: multiply the tanh terms by "
                  "self.scale (shape (dim,)) before summing over the last axis: scores = (self.scale * "
                  "torch.tanh(query + key)).sum(-1), query and key broadcast.",
          mutation=[("            features = features * self.scale\n", "            pass\n")])
@@ -98,8 +98,8 @@ def q2_causal_reversed(query: np.ndarray, value: np.ndarray, key: np.ndarray | N
 
 
 @variant("q2", replaces=ref.additive_attention, name="masked scores set to 0",
-         explain="Your masked scores are set to 0, which still gets a share after the softmax (exp(0) = 1): subtract "
-                 "1e9 from them instead, torch.where(allowed, scores, scores - 1e9), so that masked keys get "
+         explain="Your masked keys get the share a score of 0 would get after the softmax (exp(0) = 1): subtract "
+                 "1e9 from their scores instead, torch.where(allowed, scores, scores - 1e9), so that masked keys get "
                  "weight 0.",
          mutation=[("        scores = torch.where(allowed, scores, scores - 1e9)\n",
                     "        scores = scores.masked_fill(~allowed, 0.0)\n")])
@@ -111,9 +111,9 @@ def q2_mask_zero(query: np.ndarray, value: np.ndarray, key: np.ndarray | None = 
 
 
 @variant("q2", replaces=ref.additive_attention, name="mask applied after the softmax",
-         explain="Your code zeroes the masked weights after the softmax, so a row's weights no longer sum to 1: mask "
-                 "the scores before the softmax (subtract 1e9 where a key may not be attended), so that the allowed "
-                 "keys share all the weight.",
+         explain="Your weights are the unmasked softmax with the masked keys set to 0, so a row's weights no longer "
+                 "sum to 1: mask the scores before the softmax (subtract 1e9 where a key may not be attended), so that "
+                 "the allowed keys share all the weight.",
          mutation=[("""        scores = torch.where(allowed, scores, scores - 1e9)
         distribution = self.dropout(torch.softmax(scores, dim=-1))
 """, """        distribution = self.dropout(torch.softmax(scores, dim=-1) * allowed)
@@ -128,9 +128,9 @@ def q2_mask_after_softmax(query: np.ndarray, value: np.ndarray, key: np.ndarray 
 # ----- q3 dropout: random, so named by the checks that see them (checks.py) ---------------------------------------
 ASSIGNMENT.misconception(
     "q3", "dropout_in_eval", name="dropout active in eval mode",
-    explain="Your dropout also runs in eval mode (training=True hard-coded, or F.dropout without "
-            "training=self.training), so two calls give different outputs: use self.dropout, an nn.Dropout, which "
-            "model.eval() turns off.",
+    explain="Your layer gives different outputs for the same inputs in eval mode, as dropout left on does "
+            "(training=True hard-coded, or F.dropout without training=self.training): use self.dropout, an "
+            "nn.Dropout, which model.eval() turns off.",
     mutation=[("        distribution = self.dropout(torch.softmax(scores, dim=-1))\n",
                "        distribution = nn.functional.dropout(torch.softmax(scores, dim=-1), self.dropout.p, "
                "training=True)\n")])

@@ -43,8 +43,8 @@ def attention_parts(X: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.nda
 
 
 @variant("q2", replaces=ref.self_attention, name="the practical's numbers typed in",
-         explain="Your self_attention returns the practical's answers whatever its inputs: compute Q, K, V, A and Z "
-                 "from X, W_Q, W_K and W_V, so that it works for any matrices.",
+         explain="Your self_attention returns the practical's answers for other inputs too, as if they were typed "
+                 "in: compute Q, K, V, A and Z from X, W_Q, W_K and W_V, so that it works for any matrices.",
          mutation=[(REFERENCE_SELF_ATTENTION, TYPED_SELF_ATTENTION)])
 def q2_typed_numbers(X_: np.ndarray, W_Q_: np.ndarray, W_K_: np.ndarray, W_V_: np.ndarray) -> tuple:
     return tuple(np.round(value, 4) for value in ref.self_attention.__wrapped__(X, W_Q, W_K, W_V))

@@ -67,7 +67,7 @@ def hidden_inputs(name: str) -> list[np.ndarray]:
     hidden.checks = [c for c in spec.checks if c.visibility != PUBLIC]
     hidden.questions = tuple(q for q in spec.questions if any(c.question == q.id for c in hidden.checks))
     calls: dict[str, list] = {}
-    hidden.checks = [build._recorded_check(c, calls, set()) for c in hidden.checks]
+    hidden.checks = [build._recorded_check(c, calls, set(), {}, set()) for c in hidden.checks]
     checks = load_solution_module(name, "checks")
     derived = build.derive_public_checks((SOLUTIONS_DIR / name / "checks.py").read_text(), name=name,
                                          public=[c.run.__name__ for c in spec.checks], hidden=[])

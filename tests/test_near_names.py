@@ -216,7 +216,7 @@ def test_grader_check_names_both_names(tmp_path: Path) -> None:
 
 def test_the_kit_names_both_names(tmp_path: Path, toy: Assignment) -> None:
     kit = Kit(folder=tmp_path, name="toy", title=toy.title, student="kit", assignment=public_only(toy), unchecked=(),
-              has_hidden=True, grader_only={}, provided=())
+              has_hidden=True, grader_only={}, provided=(), standins={})
     result = kit_result(kit, TOY_MISSPELT)
     assert SCALE in messages(result, "q1")
     assert TWICE in messages(result, "q2")

@@ -1,10 +1,12 @@
 """Build an assignment's student kit: the templates, the public checks' code and the bundle of what the references
 (and the known-wrong variants) return on the public checks' inputs.
 
-The bundle is recorded by grading the solution notebook with the public checks, in the grader's sandbox, as the kit's
-student (so every random case is the one the kit's student draws): each call a public check makes to a reference is
+The bundle is recorded by grading the solution notebook with the public checks, in the grader's sandbox (a public
+check's random case is everyone's, so it is the one the kit draws): each call a public check makes to a reference is
 kept with its arguments and result, and then made again with each variant of its question in place of the reference.
-Nothing of a hidden check runs, and no reference code is copied: only what the public checks computed with it.
+The calls the solution's later questions make to the references they are graded with (q2 calling the reference
+masked_softmax) are kept in the sandbox too, with what they returned (grader/kit/standins.py). Nothing of a hidden
+check runs, and no reference code is copied: only what the public checks computed with it.
 """
 
 from __future__ import annotations

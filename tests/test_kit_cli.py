@@ -180,7 +180,8 @@ def test_a_student_sees_what_is_wrong_with_a_wrong_file(student: Path) -> None:
     assert " 0 / 13 " in summary and summary.endswith("0 of 3 public checks passed"), summary
     assert "FAILED  textbook example" in printed
     assert "Likely cause: softmax over the queries axis" in printed
-    assert "9 of 15 public checks did not pass" in printed
+    # Only q1's: q2 and q3 are checked with the reference masked_softmax's answers, as when graded.
+    assert "3 of 15 public checks did not pass (46 / 59 points)" in printed
 
 
 def test_assign_writes_the_kits_after_the_templates(tmp_path: Path) -> None:

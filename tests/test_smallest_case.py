@@ -145,7 +145,7 @@ def test_a_failing_public_check_shows_its_smallest_case_with_inputs_answers_and_
         tmp_path: Path, shrink: Assignment) -> None:
     result = grade(tmp_path, shrink, SOFTMAX_OVER_COLUMNS)
     checks = checks_of(result)
-    public, hidden = checks["q1.random_public"], checks["q1.random_hidden"]
+    public, hidden = checks["q1.random_shown"], checks["q1.random_hidden"]
     assert (public.status, hidden.status, checks["q1.uniform"].status) == ("failed", "failed", "passed")
     assert result.score == 1  # the search never changes a score
     # One row: a softmax over the columns axis is all ones; two columns: the row's softmax is not.
@@ -204,7 +204,7 @@ def test_a_crash_or_hang_while_searching_costs_no_later_check(tmp_path: Path, sh
     checks = checks_of(result)
     # Each random check fails as graded, its search stops at the first smaller size, and the next check runs in
     # a fresh process: the uniform case passes as it does for the same code without the crash.
-    for check_id in ("q1.random_public", "q1.random_hidden"):
+    for check_id in ("q1.random_shown", "q1.random_hidden"):
         check = checks[check_id]
         assert check.status == "failed" and check.smallest is None
         cols = re.search(r"softmax_rows\(float64 \(\d+, (\d+)\)", check.trace[0]).group(1)  # as graded

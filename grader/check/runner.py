@@ -178,9 +178,12 @@ class SubmissionRunner:
         for index, question in enumerate(questions):
             final = index == len(questions) - 1
             # The loaded submission's last question is answered by it, not by a fork (see StudentProcess.question),
-            # unless it may be run again with the student's own answers to the questions it builds on.
+            # unless it is known to run again with the student's own answers (its owners lost points); a check that
+            # needs them only for its own failure starts the submission again (rare: a later question written for
+            # the student's own earlier answer).
+            compared = bool(question.graded_with_reference) and self._owners_lost_points(question, results)
             run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names,
-                                     last=final and not question.graded_with_reference)
+                                     last=final and not compared)
             checks, notes = run.checks, list(run.notes)
             if question.graded_with_reference:
                 checks, compared_notes = self._with_own_answers(question, checks, results, last=final)
@@ -227,9 +230,8 @@ class SubmissionRunner:
         type), may fail only because the student's code was written for their own earlier answer's convention: it
         is run again with their own answers, and the better result counts, said in its message (with their own
         answers, code that runs to a comparison counts over an exception with the reference, and a failure on values
-        over a failure on form: it names the mistake). When the
-        owning
-        questions lost points, every check is run again that way too, to say what the reference changed.
+        over a failure on form: it names the mistake). When the owning questions lost points, every check is run
+        again that way too, to say what the reference changed.
         """
         names = ", ".join(question.graded_with_reference)
         owners = ", ".join(self._owners(question))

@@ -52,6 +52,7 @@ class CheckContext:
         self.forced = dict(forced or {})
         self.drawn: dict[str, int] = {}
         self.minimum: dict[str, int] = {}  # the smallest each size may be, for the smaller failing cases
+        self.steps: dict[str, int] = {}  # and the step between its values, where it is not 1 (a (low, high, step))
         self.heatmaps: list[Heatmap] = []
         self.diff: TensorDiff | None = None
         self.tables: list[TensorDiff] = []
@@ -63,20 +64,26 @@ class CheckContext:
         return (*self.student.calls, *self.expected)
 
     def sizes(self, *, distinct: Sequence[str] | Sequence[Sequence[str]] = (),
-              **dimensions: tuple[int, int] | int) -> tuple[int, ...]:
+              **dimensions: tuple[int, int] | tuple[int, int, int] | int) -> tuple[int, ...]:
         """The check's sizes, by name: a (low, high) pair is drawn from ``ctx.rng`` as ``int(rng.integers(low,
-        high))`` would draw it, in the order given; a plain int is a fixed size. When the check fails on values, the
-        runner runs it again with smaller sizes forced (down to the range's low, or 1 for a fixed size) to find the
-        smallest that still fails, so name every size the inputs depend on, and only those (``batch=(2, 5),
+        high))`` would draw it (low included, high not), in the order given; a (low, high, step) triple draws one of
+        ``range(low, high, step)``, each as likely (``hiddens=(2, 33, 2)``: an even size from 2 to 32, for code that
+        splits it in halves); a plain int is a fixed size. When the check fails on values, the runner runs it again
+        with smaller sizes forced (down to the range's low, or 1 for a fixed size, and on a triple's steps only) to
+        find the smallest that still fails, so name every size the inputs depend on, and only those (``batch=(2, 5),
         keys=(2, 10)``). ``distinct``: names of sizes that must differ from one another (query, key and value sizes,
         where code that confuses them would still run on equal ones), or several such groups; each that equals one
         before it in its group moves to the nearest free size in its range, upwards first, so that every student's
         draw tells them apart."""
         sizes: dict[str, int] = {}
-        bounds: dict[str, tuple[int, int]] = {}
+        bounds: dict[str, tuple[int, int, int]] = {}
         for name, dimension in dimensions.items():
             if name in self.drawn:
                 raise ConfigurationError(f"the size {name!r} is drawn twice in one check")
+            if isinstance(dimension, tuple) and len(dimension) == 3:
+                low, high, step = dimension
+                sizes[name], bounds[name] = self._stepped(name, low, high, step)
+                continue
             if isinstance(dimension, tuple):
                 low, high = dimension
                 # Drawn even when forced, so the values drawn after it come from the same place in the stream.
@@ -87,7 +94,7 @@ class CheckContext:
                 floor = 1
             if name in self.forced:  # clamped: a range may depend on a size forced smaller (a chunk of n keys)
                 size = max(floor, min(self.forced[name], ceiling))
-            sizes[name], bounds[name] = size, (floor, ceiling)
+            sizes[name], bounds[name] = size, (floor, ceiling, 1)
         groups = [distinct] if distinct and isinstance(distinct[0], str) else distinct
         for group in groups:
             unknown = sorted(set(group) - set(sizes))
@@ -95,15 +102,33 @@ class CheckContext:
                 raise ConfigurationError(f"distinct names sizes this call does not draw: {unknown}")
             used: list[int] = []
             for name in group:
-                floor, ceiling = bounds[name]
+                floor, ceiling, step = bounds[name]
                 if sizes[name] in used:
-                    free = [v for v in [*range(sizes[name], ceiling + 1), *range(sizes[name] - 1, floor - 1, -1)]
-                            if v not in used]
+                    free = [v for v in [*range(sizes[name], ceiling + 1, step),
+                                        *range(sizes[name] - step, floor - 1, -step)] if v not in used]
                     sizes[name] = free[0] if free else sizes[name]
                 used.append(sizes[name])
         self.drawn.update(sizes)
-        self.minimum.update({name: floor for name, (floor, _) in bounds.items()})
+        self.minimum.update({name: floor for name, (floor, _, _) in bounds.items()})
+        self.steps.update({name: step for name, (_, _, step) in bounds.items() if step > 1})
         return tuple(sizes.values())
+
+    def _stepped(self, name: str, low: int, high: int, step: int) -> tuple[int, tuple[int, int, int]]:
+        """A (low, high, step) size: one of range(low, high, step), drawn as ``low + step * rng.integers(0,
+        count)``; forced sizes are clamped to the range and rounded down to a step (up to the first one at least
+        1). Returns the size and its (floor, ceiling, step)."""
+        if step < 1:
+            raise ConfigurationError(f"the size {name!r} has step {step}; a step is at least 1")
+        values = range(low, high, step)
+        if not values:
+            raise ConfigurationError(f"the size {name!r} has no value in range({low}, {high}, {step})")
+        size = low + step * int(self.rng.integers(0, len(values)))  # drawn even when forced, as for a pair
+        floor = low if low >= 1 else low + step * -(-(1 - low) // step)  # the first step at least 1
+        ceiling = values[-1]
+        if name in self.forced:
+            size = max(floor, min(self.forced[name], ceiling))
+            size = max(floor, low + (size - low) // step * step)
+        return size, (floor, max(floor, ceiling), step)
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
                       rtol: float = 1e-4, atol: float = 1e-5, attention: bool | tuple[str, str] = False,

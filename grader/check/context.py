@@ -13,21 +13,50 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from grader.check.array_text import array_text
-from grader.check.compare import compare_tensor
+from grader.check.compare import compare_tensor, largest_error
 from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute.arguments import Returned
 from grader.results import Heatmap, TensorDiff
 
 HEATMAP_ITEMS = 2  # batch items drawn per tensor of attention weights
-HEATMAP_MAX_SIDE = 32  # larger matrices are cut to their top-left corner
+HEATMAP_MAX_SIDE = 32  # larger matrices are drawn in part: a window around the largest error, else the top-left
 DIFF_MAX_ENTRIES = 64  # tensors up to this size get a table of their entries when they differ
 ATTENTION_AXES = ("Keys", "Queries")
 
 
 def _rows(matrix: np.ndarray) -> tuple[tuple[float, ...], ...]:
-    cut = matrix[:HEATMAP_MAX_SIDE, :HEATMAP_MAX_SIDE]
-    return tuple(tuple(round(float(v), 6) for v in row) for row in cut)
+    return tuple(tuple(round(float(v), 6) for v in row) for row in matrix)
+
+
+def window_span(length: int, at: int | None, limit: int = HEATMAP_MAX_SIDE) -> tuple[int, int]:
+    """The (start, stop) of the part of an axis of ``length`` entries a heatmap draws: all of it when it fits in
+    ``limit``, else ``limit`` entries centred on ``at`` (moved inside the axis at its ends), or the first ones."""
+    if length <= limit:
+        return 0, length
+    start = 0 if at is None else min(max(at - limit // 2, 0), length - limit)
+    return start, start + limit
+
+
+def heatmap_window(shape: tuple[int, int], focus: tuple[int, int] | None,
+                   limit: int = HEATMAP_MAX_SIDE) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The rows and the columns (each a (start, stop)) a heatmap of a matrix of ``shape`` draws: around ``focus``
+    (the largest error) where the matrix is larger than ``limit`` a side."""
+    return (window_span(shape[0], focus[0] if focus else None, limit),
+            window_span(shape[1], focus[1] if focus else None, limit))
+
+
+def _heatmap(title: str, axes: tuple[str, str], reference: np.ndarray, student: np.ndarray | None,
+             focus: tuple[int, ...] | None, *, reference_title: str = "Reference", xticks: tuple[str, ...] = (),
+             yticks: tuple[str, ...] = ()) -> Heatmap:
+    """One (rows, columns) matrix as a Heatmap: the student's and the reference's drawn over the same window."""
+    (r0, r1), (c0, c1) = heatmap_window(reference.shape, focus[-2:] if focus else None)  # type: ignore[arg-type]
+    whole = (r0, r1, c0, c1) == (0, reference.shape[0], 0, reference.shape[1])
+    return Heatmap(title, *axes, _rows(reference[r0:r1, c0:c1]),
+                   _rows(student[r0:r1, c0:c1]) if student is not None else None, reference_title,
+                   tuple(xticks[c0:c1]), tuple(yticks[r0:r1]), row_start=r0, col_start=c0,
+                   full_shape=() if whole else tuple(int(n) for n in reference.shape),
+                   focus=() if whole or not focus else tuple(focus[-2:]))
 
 
 def describe_array(array: np.ndarray, limit: int = 600) -> str:
@@ -144,7 +173,8 @@ class CheckContext:
         self._tried()
         self.expected.append(f"expected {label}: {describe_array(expected)}")
         if attention:
-            self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES)
+            self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES,
+                       rtol=rtol, atol=atol)
         mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol, numpy=numpy)
         shape_ok = got is not None and got.array is not None and got.shape == expected.shape
         if show and shape_ok and expected.size <= DIFF_MAX_ENTRIES:
@@ -165,10 +195,13 @@ class CheckContext:
              xticks: tuple[str, ...] = (), yticks: tuple[str, ...] = ()) -> None:
         """One heatmap of a (queries, keys) matrix: the student's beside ``reference`` (computed weights, or a
         pattern such as the ideal alignment, named by ``reference_title``)."""
-        shown = student if student is not None and student.shape == reference.shape else None
-        self.heatmaps.append(Heatmap(title, *axes, _rows(np.asarray(reference, dtype=np.float64)),
-                                     _rows(shown.astype(np.float64)) if shown is not None else None,
-                                     reference_title, xticks[:HEATMAP_MAX_SIDE], yticks[:HEATMAP_MAX_SIDE]))
+        reference = np.asarray(reference, dtype=np.float64)
+        shown = student.astype(np.float64) if student is not None and student.shape == reference.shape else None
+        # A large matrix is drawn around the largest error, where the reference is the computed answer (not a
+        # pattern such as the ideal alignment, which every answer differs from).
+        focus = largest_error(shown, reference) if shown is not None and reference_title == "Reference" else None
+        self.heatmaps.append(_heatmap(title, axes, reference, shown, focus, reference_title=reference_title,
+                                      xticks=tuple(xticks), yticks=tuple(yticks)))
 
     def note(self, text: str) -> None:
         """A line the report shows under the check whatever its outcome (a measured figure, say)."""
@@ -206,7 +239,8 @@ class CheckContext:
                     hint=f"{label} does not return {wanted}")
         return got.items
 
-    def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:
+    def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str], *,
+              rtol: float, atol: float) -> None:
         if expected.ndim == 0:
             return
         reference = expected.reshape(-1, *expected.shape[-2:]) if expected.ndim > 1 else expected.reshape(1, 1, -1)
@@ -216,8 +250,10 @@ class CheckContext:
             student = got.array.astype(np.float64).reshape(reference.shape)
         for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
             title = f"{label}, batch {item}" if expected.ndim > 2 else label
-            self.heatmaps.append(Heatmap(title, *axes, _rows(reference[item]),
-                                         _rows(student[item]) if student is not None else None))
+            focus = largest_error(student[item], reference[item], rtol=rtol, atol=atol) \
+                if student is not None else None
+            self.heatmaps.append(_heatmap(title, axes, reference[item], student[item] if student is not None else None,
+                                          focus))
 
     def _tabulate(self, label: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
         if self.diff is not None or expected.size > DIFF_MAX_ENTRIES or got.shape != expected.shape:

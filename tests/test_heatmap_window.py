@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grader.check import load_assignment
-from grader.check.context import HEATMAP_MAX_SIDE, heatmap_window, window_span
+from grader.check.context import HEATMAP_MAX_SIDE, CheckContext, heatmap_window, window_span
 from grader.discover import Submission
 from grader.pipeline import grade_submission
 from grader.record.result_json import result_from_json, result_to_json
@@ -133,3 +133,25 @@ def test_the_figure_numbers_the_window_as_in_the_whole_matrix() -> None:
     assert ">40</text>" in html and ">8</text>" in html
     one = Heatmap("t", "Keys", "Queries", ((1.0,) * 32,), None, col_start=5, full_shape=(1, 50), focus=(0, 21))
     assert one.window_text == "row 0 of 1, columns 5-36 of 50, around the largest error at [0, 21]"
+
+
+def test_an_extra_heatmap_is_drawn_around_the_largest_difference_unless_its_reference_is_a_pattern() -> None:
+    class Recorder:  # what CheckContext needs of the student's code to draw: nothing is called
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+            self.replies: list = []
+
+        def start_check(self) -> None:
+            pass
+
+    reference = np.zeros((50, 40))
+    student = reference.copy()
+    student[45, 38] = 1.0
+    ticks = tuple(f"t{i}" for i in range(40))
+    ctx = CheckContext(student=Recorder(), seed=0)  # type: ignore[arg-type]
+    ctx.draw("computed", student, reference, xticks=ticks)
+    ctx.draw("ideal", student, reference, reference_title="Ideal", xticks=ticks)
+    computed, ideal = ctx.heatmaps
+    assert computed.window_text == "rows 18-49 of 50, columns 8-39 of 40, around the largest error at [45, 38]"
+    assert computed.xticks == ticks[8:40] and computed.student is not None and computed.student[27][30] == 1.0
+    assert ideal.window_text == "rows 0-31 of 50, columns 0-31 of 40" and ideal.xticks == ticks[:32]

@@ -50,13 +50,14 @@ def _heatmap(title: str, axes: tuple[str, str], reference: np.ndarray, student: 
              focus: tuple[int, ...] | None, *, reference_title: str = "Reference", xticks: tuple[str, ...] = (),
              yticks: tuple[str, ...] = ()) -> Heatmap:
     """One (rows, columns) matrix as a Heatmap: the student's and the reference's drawn over the same window."""
-    (r0, r1), (c0, c1) = heatmap_window(reference.shape, focus[-2:] if focus else None)  # type: ignore[arg-type]
-    whole = (r0, r1, c0, c1) == (0, reference.shape[0], 0, reference.shape[1])
+    n_rows, n_cols = reference.shape
+    (r0, r1), (c0, c1) = heatmap_window((n_rows, n_cols), (focus[-2], focus[-1]) if focus else None)
+    whole = (r0, r1, c0, c1) == (0, n_rows, 0, n_cols)
     return Heatmap(title, *axes, _rows(reference[r0:r1, c0:c1]),
                    _rows(student[r0:r1, c0:c1]) if student is not None else None, reference_title,
                    tuple(xticks[c0:c1]), tuple(yticks[r0:r1]), row_start=r0, col_start=c0,
-                   full_shape=() if whole else tuple(int(n) for n in reference.shape),
-                   focus=() if whole or not focus else tuple(focus[-2:]))
+                   full_shape=() if whole else (int(n_rows), int(n_cols)),
+                   focus=() if whole or not focus else (focus[-2], focus[-1]))
 
 
 def describe_array(array: np.ndarray, limit: int = 600) -> str:

@@ -97,6 +97,33 @@ class Heatmap:
     reference_title: str = "Reference"  # e.g. "Ideal" when the reference panel is a pattern, not computed weights
     xticks: tuple[str, ...] = ()  # a label per key (say, the source string's characters) instead of indices
     yticks: tuple[str, ...] = ()
+    # A matrix larger than the report draws is drawn in part: the window's first row and column, and the whole
+    # matrix's (rows, columns); () when it is drawn whole. ``focus``: the [row, column] of the largest error, which
+    # the window was placed around, when there was one.
+    row_start: int = 0
+    col_start: int = 0
+    full_shape: tuple[int, ...] = ()
+    focus: tuple[int, ...] = ()
+
+    @property
+    def window_text(self) -> str:
+        """What a cut matrix's picture shows, for its caption: "rows 28-59 of 60, columns 0-31 of 32, around the
+        largest error at [55, 3]"; "" when the whole matrix is drawn."""
+        if not self.full_shape:
+            return ""
+        n_rows, n_cols = self.full_shape
+        shown_cols = max((len(row) for row in self.reference), default=0)
+
+        def span(word: str, start: int, count: int, total: int) -> str:
+            if count == 1:
+                return f"{word} {start} of {total}"
+            return f"{word}s {start}-{start + count - 1} of {total}"
+
+        text = f"{span('row', self.row_start, len(self.reference), n_rows)}, " \
+               f"{span('column', self.col_start, shown_cols, n_cols)}"
+        if self.focus:
+            text += f", around the largest error at [{', '.join(map(str, self.focus))}]"
+        return text
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,32 @@ def _index(flat: int, shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) + "]" if shape else "[]"
 
 
+def _errors(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each entry's absolute error (0 where both are NaN or both the same infinity), and whether it is outside
+    ``atol + rtol * |expected|``."""
+    with np.errstate(invalid="ignore"):
+        error = np.abs(actual - expected)
+        error[np.isnan(error) & (np.isnan(actual) == np.isnan(expected))] = 0.0
+        bad = ~(error <= atol + rtol * np.abs(expected))
+    return error, bad
+
+
+def largest_error(actual: np.ndarray, expected: np.ndarray, *, rtol: float = 1e-4,
+                  atol: float = 1e-5) -> tuple[int, ...] | None:
+    """The index of the entry a failure message names, for arrays of one shape: the first non-finite value where
+    the reference is finite, else the largest error outside the tolerance; None when every entry is within it."""
+    actual, expected = actual.astype(np.float64), expected.astype(np.float64)
+    bad_finite = ~np.isfinite(actual) & np.isfinite(expected)
+    if bad_finite.any():
+        flat = int(np.flatnonzero(bad_finite)[0])
+    else:
+        error, bad = _errors(actual, expected, rtol=rtol, atol=atol)
+        if not bad.any():
+            return None
+        flat = int(np.argmax(np.where(bad, error, -1.0)))
+    return tuple(int(i) for i in np.unravel_index(flat, expected.shape))
+
+
 def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
                    rtol: float = 1e-4, atol: float = 1e-5, numpy: bool = False) -> Mismatch | None:
     """None when ``got`` is a plain torch tensor equal to ``expected`` within ``atol + rtol * |expected|``.
@@ -66,10 +92,7 @@ def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
                         f"{label} has {count} non-finite value{'s' if count > 1 else ''} where the reference is "
                         f"finite ({kind} at {_index(first, expected.shape)})",
                         f"{label} contains NaN or inf")
-    with np.errstate(invalid="ignore"):
-        error = np.abs(actual - expected)
-        error[np.isnan(error) & (np.isnan(actual) == np.isnan(expected))] = 0.0
-        bad = ~(error <= atol + rtol * np.abs(expected))
+    error, bad = _errors(actual, expected, rtol=rtol, atol=atol)
     if not bad.any():
         return None
     count, size = int(bad.sum()), expected.size

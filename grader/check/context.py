@@ -13,21 +13,51 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from grader.check.array_text import array_text
-from grader.check.compare import compare_tensor
+from grader.check.compare import compare_tensor, largest_error
 from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute.arguments import Returned
 from grader.results import Heatmap, TensorDiff
 
 HEATMAP_ITEMS = 2  # batch items drawn per tensor of attention weights
-HEATMAP_MAX_SIDE = 32  # larger matrices are cut to their top-left corner
+HEATMAP_MAX_SIDE = 32  # larger matrices are drawn in part: a window around the largest error, else the top-left
 DIFF_MAX_ENTRIES = 64  # tensors up to this size get a table of their entries when they differ
 ATTENTION_AXES = ("Keys", "Queries")
 
 
 def _rows(matrix: np.ndarray) -> tuple[tuple[float, ...], ...]:
-    cut = matrix[:HEATMAP_MAX_SIDE, :HEATMAP_MAX_SIDE]
-    return tuple(tuple(round(float(v), 6) for v in row) for row in cut)
+    return tuple(tuple(round(float(v), 6) for v in row) for row in matrix)
+
+
+def window_span(length: int, at: int | None, limit: int = HEATMAP_MAX_SIDE) -> tuple[int, int]:
+    """The (start, stop) of the part of an axis of ``length`` entries a heatmap draws: all of it when it fits in
+    ``limit``, else ``limit`` entries centred on ``at`` (moved inside the axis at its ends), or the first ones."""
+    if length <= limit:
+        return 0, length
+    start = 0 if at is None else min(max(at - limit // 2, 0), length - limit)
+    return start, start + limit
+
+
+def heatmap_window(shape: tuple[int, int], focus: tuple[int, int] | None,
+                   limit: int = HEATMAP_MAX_SIDE) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The rows and the columns (each a (start, stop)) a heatmap of a matrix of ``shape`` draws: around ``focus``
+    (the largest error) where the matrix is larger than ``limit`` a side."""
+    return (window_span(shape[0], focus[0] if focus else None, limit),
+            window_span(shape[1], focus[1] if focus else None, limit))
+
+
+def _heatmap(title: str, axes: tuple[str, str], reference: np.ndarray, student: np.ndarray | None,
+             focus: tuple[int, ...] | None, *, reference_title: str = "Reference", xticks: tuple[str, ...] = (),
+             yticks: tuple[str, ...] = ()) -> Heatmap:
+    """One (rows, columns) matrix as a Heatmap: the student's and the reference's drawn over the same window."""
+    n_rows, n_cols = reference.shape
+    (r0, r1), (c0, c1) = heatmap_window((n_rows, n_cols), (focus[-2], focus[-1]) if focus else None)
+    whole = (r0, r1, c0, c1) == (0, n_rows, 0, n_cols)
+    return Heatmap(title, *axes, _rows(reference[r0:r1, c0:c1]),
+                   _rows(student[r0:r1, c0:c1]) if student is not None else None, reference_title,
+                   tuple(xticks[c0:c1]), tuple(yticks[r0:r1]), row_start=r0, col_start=c0,
+                   full_shape=() if whole else (int(n_rows), int(n_cols)),
+                   focus=() if whole or not focus else (focus[-2], focus[-1]))
 
 
 def describe_array(array: np.ndarray, limit: int = 600) -> str:
@@ -52,6 +82,7 @@ class CheckContext:
         self.forced = dict(forced or {})
         self.drawn: dict[str, int] = {}
         self.minimum: dict[str, int] = {}  # the smallest each size may be, for the smaller failing cases
+        self.steps: dict[str, int] = {}  # and the step between its values, where it is not 1 (a (low, high, step))
         self.heatmaps: list[Heatmap] = []
         self.diff: TensorDiff | None = None
         self.tables: list[TensorDiff] = []
@@ -63,20 +94,26 @@ class CheckContext:
         return (*self.student.calls, *self.expected)
 
     def sizes(self, *, distinct: Sequence[str] | Sequence[Sequence[str]] = (),
-              **dimensions: tuple[int, int] | int) -> tuple[int, ...]:
+              **dimensions: tuple[int, int] | tuple[int, int, int] | int) -> tuple[int, ...]:
         """The check's sizes, by name: a (low, high) pair is drawn from ``ctx.rng`` as ``int(rng.integers(low,
-        high))`` would draw it, in the order given; a plain int is a fixed size. When the check fails on values, the
-        runner runs it again with smaller sizes forced (down to the range's low, or 1 for a fixed size) to find the
-        smallest that still fails, so name every size the inputs depend on, and only those (``batch=(2, 5),
+        high))`` would draw it (low included, high not), in the order given; a (low, high, step) triple draws one of
+        ``range(low, high, step)``, each as likely (``hiddens=(2, 33, 2)``: an even size from 2 to 32, for code that
+        splits it in halves); a plain int is a fixed size. When the check fails on values, the runner runs it again
+        with smaller sizes forced (down to the range's low, or 1 for a fixed size, and on a triple's steps only) to
+        find the smallest that still fails, so name every size the inputs depend on, and only those (``batch=(2, 5),
         keys=(2, 10)``). ``distinct``: names of sizes that must differ from one another (query, key and value sizes,
         where code that confuses them would still run on equal ones), or several such groups; each that equals one
         before it in its group moves to the nearest free size in its range, upwards first, so that every student's
         draw tells them apart."""
         sizes: dict[str, int] = {}
-        bounds: dict[str, tuple[int, int]] = {}
+        bounds: dict[str, tuple[int, int, int]] = {}
         for name, dimension in dimensions.items():
             if name in self.drawn:
                 raise ConfigurationError(f"the size {name!r} is drawn twice in one check")
+            if isinstance(dimension, tuple) and len(dimension) == 3:
+                low, high, step = dimension
+                sizes[name], bounds[name] = self._stepped(name, low, high, step)
+                continue
             if isinstance(dimension, tuple):
                 low, high = dimension
                 # Drawn even when forced, so the values drawn after it come from the same place in the stream.
@@ -87,7 +124,7 @@ class CheckContext:
                 floor = 1
             if name in self.forced:  # clamped: a range may depend on a size forced smaller (a chunk of n keys)
                 size = max(floor, min(self.forced[name], ceiling))
-            sizes[name], bounds[name] = size, (floor, ceiling)
+            sizes[name], bounds[name] = size, (floor, ceiling, 1)
         groups = [distinct] if distinct and isinstance(distinct[0], str) else distinct
         for group in groups:
             unknown = sorted(set(group) - set(sizes))
@@ -95,15 +132,33 @@ class CheckContext:
                 raise ConfigurationError(f"distinct names sizes this call does not draw: {unknown}")
             used: list[int] = []
             for name in group:
-                floor, ceiling = bounds[name]
+                floor, ceiling, step = bounds[name]
                 if sizes[name] in used:
-                    free = [v for v in [*range(sizes[name], ceiling + 1), *range(sizes[name] - 1, floor - 1, -1)]
-                            if v not in used]
+                    free = [v for v in [*range(sizes[name], ceiling + 1, step),
+                                        *range(sizes[name] - step, floor - 1, -step)] if v not in used]
                     sizes[name] = free[0] if free else sizes[name]
                 used.append(sizes[name])
         self.drawn.update(sizes)
-        self.minimum.update({name: floor for name, (floor, _) in bounds.items()})
+        self.minimum.update({name: floor for name, (floor, _, _) in bounds.items()})
+        self.steps.update({name: step for name, (_, _, step) in bounds.items() if step > 1})
         return tuple(sizes.values())
+
+    def _stepped(self, name: str, low: int, high: int, step: int) -> tuple[int, tuple[int, int, int]]:
+        """A (low, high, step) size: one of range(low, high, step), drawn as ``low + step * rng.integers(0,
+        count)``; forced sizes are clamped to the range and rounded down to a step (up to the first one at least
+        1). Returns the size and its (floor, ceiling, step)."""
+        if step < 1:
+            raise ConfigurationError(f"the size {name!r} has step {step}; a step is at least 1")
+        values = range(low, high, step)
+        if not values:
+            raise ConfigurationError(f"the size {name!r} has no value in range({low}, {high}, {step})")
+        size = low + step * int(self.rng.integers(0, len(values)))  # drawn even when forced, as for a pair
+        floor = low if low >= 1 else low + step * -(-(1 - low) // step)  # the first step at least 1
+        ceiling = values[-1]
+        if name in self.forced:
+            size = max(floor, min(self.forced[name], ceiling))
+            size = max(floor, low + (size - low) // step * step)
+        return size, (floor, max(floor, ceiling), step)
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
                       rtol: float = 1e-4, atol: float = 1e-5, attention: bool | tuple[str, str] = False,
@@ -119,7 +174,8 @@ class CheckContext:
         self._tried()
         self.expected.append(f"expected {label}: {describe_array(expected)}")
         if attention:
-            self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES)
+            self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES,
+                       rtol=rtol, atol=atol)
         mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol, numpy=numpy)
         shape_ok = got is not None and got.array is not None and got.shape == expected.shape
         if show and shape_ok and expected.size <= DIFF_MAX_ENTRIES:
@@ -140,10 +196,13 @@ class CheckContext:
              xticks: tuple[str, ...] = (), yticks: tuple[str, ...] = ()) -> None:
         """One heatmap of a (queries, keys) matrix: the student's beside ``reference`` (computed weights, or a
         pattern such as the ideal alignment, named by ``reference_title``)."""
-        shown = student if student is not None and student.shape == reference.shape else None
-        self.heatmaps.append(Heatmap(title, *axes, _rows(np.asarray(reference, dtype=np.float64)),
-                                     _rows(shown.astype(np.float64)) if shown is not None else None,
-                                     reference_title, xticks[:HEATMAP_MAX_SIDE], yticks[:HEATMAP_MAX_SIDE]))
+        reference = np.asarray(reference, dtype=np.float64)
+        shown = student.astype(np.float64) if student is not None and student.shape == reference.shape else None
+        # A large matrix is drawn around the largest error, where the reference is the computed answer (not a
+        # pattern such as the ideal alignment, which every answer differs from).
+        focus = largest_error(shown, reference) if shown is not None and reference_title == "Reference" else None
+        self.heatmaps.append(_heatmap(title, axes, reference, shown, focus, reference_title=reference_title,
+                                      xticks=tuple(xticks), yticks=tuple(yticks)))
 
     def note(self, text: str) -> None:
         """A line the report shows under the check whatever its outcome (a measured figure, say)."""
@@ -181,7 +240,8 @@ class CheckContext:
                     hint=f"{label} does not return {wanted}")
         return got.items
 
-    def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str]) -> None:
+    def _draw(self, label: str, got: Returned | None, expected: np.ndarray, axes: tuple[str, str], *,
+              rtol: float, atol: float) -> None:
         if expected.ndim == 0:
             return
         reference = expected.reshape(-1, *expected.shape[-2:]) if expected.ndim > 1 else expected.reshape(1, 1, -1)
@@ -191,8 +251,10 @@ class CheckContext:
             student = got.array.astype(np.float64).reshape(reference.shape)
         for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
             title = f"{label}, batch {item}" if expected.ndim > 2 else label
-            self.heatmaps.append(Heatmap(title, *axes, _rows(reference[item]),
-                                         _rows(student[item]) if student is not None else None))
+            focus = largest_error(student[item], reference[item], rtol=rtol, atol=atol) \
+                if student is not None else None
+            self.heatmaps.append(_heatmap(title, axes, reference[item], student[item] if student is not None else None,
+                                          focus))
 
     def _tabulate(self, label: str, got: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> None:
         if self.diff is not None or expected.size > DIFF_MAX_ENTRIES or got.shape != expected.shape:

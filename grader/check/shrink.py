@@ -24,10 +24,11 @@ SHRINK_SECONDS = 5.0  # and the time they may take together
 
 def smallest_case(check: CheckSpec, seed: int, code: StudentCode, failed: CheckContext, *, deadline: float,
                   lost: Callable[[], None]) -> tuple[SmallestCase | None, str | None]:
-    """The smallest sizes at which the check still fails at the same expectation: greedy, one size at a time
-    (1, then half, then one less), again until nothing shrinks; None when no smaller size fails. And a note for
-    the check when the code hung or crashed at a smaller size, which ends the search, and the process: ``lost`` is
-    called then. The search stops at ``deadline`` (the submission's) if not before."""
+    """The smallest sizes at which the check still fails at the same expectation: greedy, one size at a time (its
+    low, then half, then one step less, on its steps: ``candidates``), again until nothing shrinks; None when no
+    smaller size fails. And a note for the check when the code hung or crashed at a smaller size, which ends the
+    search, and the process: ``lost`` is called then. The search stops at ``deadline`` (the submission's) if not
+    before."""
     public = check.visibility == PUBLIC
     best = dict(failed.drawn)
     found: tuple[CheckContext, WrongAnswer] | None = None
@@ -37,8 +38,7 @@ def smallest_case(check: CheckSpec, seed: int, code: StudentCode, failed: CheckC
     while shrinking:
         shrinking = False
         for name in list(best):
-            floor = failed.minimum.get(name, 1)
-            for size in sorted({floor, best[name] // 2, best[name] - 1} - set(range(floor))):
+            for size in candidates(best[name], failed.minimum.get(name, 1), failed.steps.get(name, 1)):
                 trial = {**best, name: size}
                 if size >= best[name] or tuple(trial.items()) in tried:
                     continue
@@ -59,6 +59,14 @@ def smallest_case(check: CheckSpec, seed: int, code: StudentCode, failed: CheckC
                     best, found, shrinking = dict(run.drawn), (run, failure), True
                     break
     return _smallest(found, failed, public, len(tried)), None
+
+
+def candidates(size: int, floor: int, step: int = 1) -> list[int]:
+    """The smaller sizes to try in place of ``size``, smallest first: the floor, about half, and one step less, each
+    on the size's steps (``floor + k * step``: a size drawn as (2, 33, 2) is never tried odd) and at least the
+    floor."""
+    wanted = {floor, size // 2, size - step}
+    return sorted({floor + (value - floor) // step * step for value in wanted if value >= floor} - {size})
 
 
 def run_at_sizes(check: CheckSpec, seed: int, code: StudentCode,

@@ -80,10 +80,12 @@ def _singular(label: str) -> str:
 
 def heatmap_svg(rows: Sequence[Sequence[float]], vmin: float, vmax: float, *, xlabel: str, ylabel: str, title: str,
                 cell: int = 16, describe: Callable[[int, int, float], str] | None = None,
-                xticks: Sequence[str] = (), yticks: Sequence[str] = ()) -> Markup:
+                xticks: Sequence[str] = (), yticks: Sequence[str] = (), row_start: int = 0,
+                col_start: int = 0) -> Markup:
     """One heatmap as an ``<svg class="heatmap">``: a rect per cell (with its exact value as a title), the axes'
     labels and indices (or ``xticks``/``yticks``, one label each), and a colour bar from ``vmin`` to ``vmax``.
-    ``describe(i, j, value)`` writes a cell's title."""
+    ``describe(i, j, value)`` writes a cell's title, ``i`` and ``j`` the cell's indices in the whole matrix: ``rows``
+    are part of a larger one from row ``row_start`` and column ``col_start`` on."""
     n_rows, n_cols = len(rows), max((len(r) for r in rows), default=0)
     row_name, col_name = _singular(ylabel), _singular(xlabel)
 
@@ -106,7 +108,7 @@ def heatmap_svg(rows: Sequence[Sequence[float]], vmin: float, vmax: float, *, xl
         for j, value in enumerate(row):
             fill = colour((value - vmin) / span) if math.isfinite(value) else NOT_FINITE
             out.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell}" height="{cell}" '
-                       f'fill="{fill}"><title>{escape(describe(i, j, value))}</title></rect>')
+                       f'fill="{fill}"><title>{escape(describe(row_start + i, col_start + j, value))}</title></rect>')
     out.append("</g>")
     # Axis indices: every one when few, else about eight.
     font = 9 if cell < 14 else 10
@@ -114,11 +116,11 @@ def heatmap_svg(rows: Sequence[Sequence[float]], vmin: float, vmax: float, *, xl
     step_y = 1 if len(yticks) == n_rows else max(1, math.ceil(n_rows / 8))
     out.append(f'<g font-size="{font}" fill="#444" {FONT}>')
     for j in range(0, n_cols, step_x):
-        text = escape(xticks[j]) if len(xticks) == n_cols else j
+        text = escape(xticks[j]) if len(xticks) == n_cols else col_start + j
         out.append(f'<text x="{left + j * cell + cell / 2:g}" y="{top + grid_h + font + 2}" '
                    f'text-anchor="middle">{text}</text>')
     for i in range(0, n_rows, step_y):
-        text = escape(yticks[i]) if len(yticks) == n_rows else i
+        text = escape(yticks[i]) if len(yticks) == n_rows else row_start + i
         out.append(f'<text x="{left - 4}" y="{top + i * cell + cell / 2 + font / 2 - 1:g}" '
                    f'text-anchor="end">{text}</text>')
     out.append("</g>")
@@ -165,7 +167,7 @@ def _figure(heatmap: Heatmap, large: bool, difference: bool) -> Markup:
     vmin, vmax = value_range(reference, student)
     cell = _cell_size(max((len(r) for r in reference), default=1), large)
     axes = {"xlabel": heatmap.xlabel, "ylabel": heatmap.ylabel, "cell": cell, "xticks": heatmap.xticks,
-            "yticks": heatmap.yticks}
+            "yticks": heatmap.yticks, "row_start": heatmap.row_start, "col_start": heatmap.col_start}
     panels, notes = [], []
     if student is not None:
         panels.append(heatmap_svg(student, vmin, vmax, title="Yours", **axes))
@@ -179,14 +181,17 @@ def _figure(heatmap: Heatmap, large: bool, difference: bool) -> Markup:
         if largest > ROUNDING:
             row_name, col_name = _singular(heatmap.ylabel), _singular(heatmap.xlabel)
 
-            def describe(i: int, j: int, value: float) -> str:
+            def describe(i: int, j: int, value: float) -> str:  # i, j: in the whole matrix
+                here_i, here_j = i - heatmap.row_start, j - heatmap.col_start
                 return (f"{row_name} {i}, {col_name} {j}: |yours - reference| = {exact(value)} "
-                        f"(yours {exact(student[i][j])}, reference {exact(reference[i][j])})")
+                        f"(yours {exact(student[here_i][here_j])}, reference {exact(reference[here_i][here_j])})")
 
             panels.append(heatmap_svg(diff, 0.0, largest, title="|Yours − reference|", describe=describe, **axes))
         elif finite:
             notes.append(f"Yours and the reference agree here (differences below {ROUNDING:g}).")
-    caption = Markup(f"<figcaption>{escape(heatmap.title)}</figcaption>")
+    # A matrix larger than the report draws: which part the pictures show (the same part in each).
+    window = Markup(f' <span class="window">({escape(heatmap.window_text)})</span>') if heatmap.full_shape else ""
+    caption = Markup(f"<figcaption>{escape(heatmap.title)}{window}</figcaption>")
     body = Markup("").join(Markup(f'<div class="panel">{p}</div>') for p in panels)
     extra = Markup("").join(Markup(f'<p class="small muted">{escape(n)}</p>') for n in notes)
     size = "large" if large else "small"

@@ -35,6 +35,7 @@ EXPECTED = {
         "no_tanh_squeezed": {"q1": 25, "q2": 10, "q3": 25, "q4": 20},
         "tensorflow_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
         "mxnet_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
+        "weights_in_a_local": {"q1": 25, "q2": 30, "q3": 22, "q4": 20},
     },
     "bahdanau_attention": {
         "w1_w2_v_names": {"q1": 25, "q2": 40, "q3": 0},
@@ -178,3 +179,16 @@ def test_the_same_wrong_file_gets_one_grade_whoever_submits_it(assignment: str, 
     assert len({r.score for r in results}) == 1
     assert len({frozenset(c.check_id for c in r.checks if not c.passed) for r in results}) == 1
     assert 0 < results[0].score < results[0].max_score
+
+
+def test_weights_not_kept_cost_only_the_check_that_asks_for_them(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    """Its output is right: the random output checks read the weights too, and only note that they are missing."""
+    result = corpus("attention_scoring")["weights_in_a_local"]
+    failed = [c.check_id for c in result.checks if not c.passed]
+    assert failed == ["q3.toy_weights"]
+    assert student_reads(result, "q3.toy_weights") == "DotProductAttention does not store self.attention_weights in " \
+                                                     "forward"
+    noted = [n for c in result.checks if c.check_id in ("q3.random_1d", "q3.random_2d") for n in c.notes]
+    assert noted == ['DotProductAttention.attention_weights is not kept: that costs points only in "toy example: '
+                     'stores attention_weights, uniform over the valid keys"; this check grades the rest.'] * 2

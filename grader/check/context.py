@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -203,6 +204,16 @@ class CheckContext:
         focus = largest_error(shown, reference) if shown is not None and reference_title == "Reference" else None
         self.heatmaps.append(_heatmap(title, axes, reference, shown, focus, reference_title=reference_title,
                                       xticks=tuple(xticks), yticks=tuple(yticks)))
+
+    def expect_kept(self, label: str, got: Returned | None, expected: np.ndarray, *, asked_in: str,
+                    **compare: Any) -> np.ndarray | None:
+        """``expect_tensor`` for an answer this check reads besides the one it grades, which another check asks for
+        (the attention weights a forward keeps, read where the output is graded): a wrong one fails here too, but a
+        missing one costs points only in the check that asks for it (``asked_in``, its title), noted here."""
+        if got is None:
+            self.note(f"{label} is not kept: that costs points only in \"{asked_in}\"; this check grades the rest.")
+            return None
+        return self.expect_tensor(label, got, expected, **compare)
 
     def note(self, text: str) -> None:
         """A line the report shows under the check whatever its outcome (a measured figure, say)."""

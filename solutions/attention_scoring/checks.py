@@ -107,14 +107,25 @@ def random_sizes(ctx: CheckContext, *names: str) -> dict[str, int]:
     return sizes
 
 
+# The checks that ask for the attention weights a module keeps: elsewhere, weights not kept cost nothing.
+KEEPS_WEIGHTS = "toy example: stores attention_weights, uniform over the valid keys"
+
+
 def forward(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray | None,
-            expected: tuple[np.ndarray, np.ndarray], *, check_weights: bool = True) -> None:
+            expected: tuple[np.ndarray, np.ndarray], *, check_weights: bool = True,
+            weights_asked_in: str | None = KEEPS_WEIGHTS) -> None:
+    """``weights_asked_in``: the title of the question's check that asks for the kept weights; None when this check
+    is the one."""
     queries, keys, values = (Arg.tensor(x) for x in inputs)
     output = model(queries, keys, values, as_arg(valid))
     if check_weights:  # first: wrong weights explain a wrong output, and the heatmaps show how
         weights = model.attribute("attention_weights")
-        ctx.expect(weights is not None, f"{name} does not store self.attention_weights in forward")
-        ctx.expect_tensor(f"{name}.attention_weights", weights, expected[1], attention=True)
+        label = f"{name}.attention_weights"
+        if weights_asked_in is not None:
+            ctx.expect_kept(label, weights, expected[1], asked_in=weights_asked_in, attention=True)
+        else:
+            ctx.expect(weights is not None, f"{name} does not store self.attention_weights in forward")
+            ctx.expect_tensor(label, weights, expected[1], attention=True)
     ctx.expect_tensor(f"the output of {name}", output, expected[0])
 
 
@@ -395,12 +406,17 @@ def bilinear(ctx: CheckContext, query_size: int, key_size: int) -> tuple[Student
     return model, W
 
 
-def bilinear_case(ctx: CheckContext, sizes: dict[str, int], valid: np.ndarray | None) -> None:
+BILINEAR_FIXED = "queries of size 5 against keys of size 3, valid_lens [2, 4]"
+
+
+def bilinear_case(ctx: CheckContext, sizes: dict[str, int], valid: np.ndarray | None, *,
+                  weights_asked_in: str | None = BILINEAR_FIXED) -> None:
     model, W = bilinear(ctx, sizes["query_size"], sizes["key_size"])
     inputs = (ctx.rng.normal(size=(sizes["batch"], sizes["queries"], sizes["query_size"])),
               ctx.rng.normal(size=(sizes["batch"], sizes["keys"], sizes["key_size"])),
               ctx.rng.normal(size=(sizes["batch"], sizes["keys"], sizes["value_size"])))
-    forward(ctx, model, "BilinearAttention", inputs, valid, ref.bilinear_attention(*inputs, valid, W))
+    forward(ctx, model, "BilinearAttention", inputs, valid, ref.bilinear_attention(*inputs, valid, W),
+            weights_asked_in=weights_asked_in)
 
 
 @check("q4", points=4, title="parameter W of shape (query_size, key_size)")
@@ -416,10 +432,11 @@ def q4_parameter_shape(ctx: CheckContext) -> None:
     ctx.expect(binding.exact, binding.rename_message("BilinearAttention"))
 
 
-@check("q4", points=6, title="queries of size 5 against keys of size 3, valid_lens [2, 4]")
+@check("q4", points=6, title=BILINEAR_FIXED)
 def q4_fixed_case(ctx: CheckContext) -> None:
+    """The check that asks for the kept attention weights."""
     sizes = {"batch": 2, "queries": 3, "keys": 4, "query_size": 5, "key_size": 3, "value_size": 2}
-    bilinear_case(ctx, sizes, np.array([2, 4]))
+    bilinear_case(ctx, sizes, np.array([2, 4]), weights_asked_in=None)
 
 
 def random_bilinear(ctx: CheckContext, valid_ndim: int) -> None:

@@ -51,6 +51,7 @@ EXPECTED = {
     "practical10": {
         "attn_combine": {"q1": 15, "q2": 20, "q3": 15, "q4": 46},
         "q1_only_scaled_by_d": {"q1": 15, "q2": 0, "q3": 15, "q4": 0},
+        "returns_two_values": {"q1": 15, "q2": 0, "q3": 15, "q4": 50},
     },
 }
 # One wrong file per assignment whose mistake shows on random checks: graded under 20 student ids.
@@ -192,3 +193,12 @@ def test_weights_not_kept_cost_only_the_check_that_asks_for_them(
     noted = [n for c in result.checks if c.check_id in ("q3.random_1d", "q3.random_2d") for n in c.notes]
     assert noted == ['DotProductAttention.attention_weights is not kept: that costs points only in "toy example: '
                      'stores attention_weights, uniform over the valid keys"; this check grades the rest.'] * 2
+
+
+def test_a_partial_return_is_told_which_of_its_values_are_right(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    """No credit for two of five values (the check is the unit of points), but the message says they are right."""
+    result = corpus("practical10")["returns_two_values"]
+    assert student_reads(result, "q2.practical").endswith(
+        "self_attention should return 5 values (Q, K, V, A, Z), but returned a tuple of 2 items; the values it "
+        "returned are right for A, Z: return all 5, in that order (the check's points come with the whole answer)")

@@ -241,13 +241,25 @@ class CheckContext:
         if self.failed_at is None:
             self.failed_at = len(self.points) - 1
 
-    def expect_sequence(self, label: str, got: Returned, names: Sequence[str]) -> tuple[Returned, ...]:
+    def expect_sequence(self, label: str, got: Returned, names: Sequence[str],
+                        expected: Sequence[np.ndarray] | None = None, **compare: Any) -> tuple[Returned, ...]:
         """Fail unless ``got`` is a tuple or list of exactly ``len(names)`` values; return them, to check each in
         turn. ``label`` says what returned it ("AdditiveAttention", "the harness"), ``names`` what each value is
-        ("weighted_sum", "attention_weights"), for the message."""
+        ("weighted_sum", "attention_weights"), for the message. With the ``expected`` values (and ``compare``, as
+        ``expect_tensor`` takes them), a sequence of another length is told which of its values are already right.
+
+        The check is the unit of points: returning some of the values, right, earns nothing of it; the message says
+        which are right so that the fix is only to return the rest."""
         wanted = f"{'a pair' if len(names) == 2 else f'{len(names)} values'} ({', '.join(names)})"
+        right = ""
+        if got.kind == "sequence" and got.length != len(names) and expected is not None:
+            matched = [name for item in got.items for name, value in zip(names, expected)
+                       if compare_tensor(name, item, np.asarray(value), **compare) is None]
+            if matched:
+                right = f"; the values it returned are right for {', '.join(dict.fromkeys(matched))}: return " \
+                        f"all {len(names)}, in that order (the check's points come with the whole answer)"
         self.expect(got.kind == "sequence" and got.length == len(names),
-                    f"{label} should return {wanted}, but returned {got.describe()}",
+                    f"{label} should return {wanted}, but returned {got.describe()}{right}",
                     hint=f"{label} does not return {wanted}")
         return got.items
 

@@ -125,8 +125,8 @@ def run_self_attention(ctx: CheckContext, X: np.ndarray, W_Q: np.ndarray, W_K: n
                        show: bool, tolerance: dict) -> None:
     got = ctx.student.function("self_attention")(Arg.array(X), Arg.array(W_Q), Arg.array(W_K), Arg.array(W_V))
     names = ("Q", "K", "V", "A", "Z")
-    items = ctx.expect_sequence("self_attention", got, names)
     expected = ref.self_attention(X, W_Q, W_K, W_V)
+    items = ctx.expect_sequence("self_attention", got, names, expected, numpy=True, **tolerance)
     for name, item, value in zip(names, items, expected):
         ctx.expect_tensor(f"the {'attention map ' if name == 'A' else ''}{name} returned by self_attention", item,
                           value, numpy=True, show=show, attention=POSITIONS if name == "A" else False, **tolerance)

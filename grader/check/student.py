@@ -132,9 +132,11 @@ class KnownSources:
         return f" ({_place(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`)"
 
 
-# What a hidden check may name as the type of what was raised: Python's own exceptions, as the grader knows them.
-_BUILTIN_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
-                                if isinstance(value, type) and issubclass(value, BaseException))
+# What a hidden check may name as the type of what was raised: Python's own exceptions, as the grader knows them,
+# and the student's process's own word for provided code that could not run (main.py).
+_BUILTIN_EXCEPTIONS = frozenset([*(name for name, value in vars(builtins).items()
+                                   if isinstance(value, type) and issubclass(value, BaseException)),
+                                 "ProvidedCodeFailed"])
 
 
 def hidden_raised_hint(exc: StudentRaised, sources: KnownSources, sizes: Mapping[str, int]) -> str:

@@ -157,8 +157,7 @@ def test_a_missing_name_is_blamed_on_the_import_that_would_have_defined_it(tmp_p
             return undefined_helper(scale(x))
 
 
-        def bump():
-            return 1
+        bump = helper.make_bump()
         """
     result = grade_file(tmp_path, toy, source)
     first = next(c for c in result.checks if c.check_id == "q1.first")
@@ -168,3 +167,8 @@ def test_a_missing_name_is_blamed_on_the_import_that_would_have_defined_it(tmp_p
     twice = next(c for c in result.checks if c.check_id == "q2.twice")
     assert twice.message.endswith("(nothing in your code defines `undefined_helper`; separately, line 2 raised "
                                   "ModuleNotFoundError while loading)"), twice.message
+    # bump's line failed for want of `helper`, which line 2 would have imported: followed there.
+    fresh = next(c for c in result.checks if c.check_id == "q3.fresh")
+    assert fresh.message == ("`bump` is not defined in your submission (line 14 raised NameError while loading, which "
+                             "may be why; `helper` was not defined there because line 2 raised ModuleNotFoundError "
+                             "while loading)"), fresh.message

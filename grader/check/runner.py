@@ -25,7 +25,7 @@ from grader.check.diagnose import diagnose
 from grader.check.seeds import check_seed
 from grader.check.shrink import smallest_case
 from grader.check.spec import Assignment, CheckSpec, Question
-from grader.check.student import KnownSources, StudentCode, hidden_raised_hint, without_sizes
+from grader.check.student import KnownSources, StudentCode, hidden_raised_hint, missing_name, without_sizes
 from grader.discover.program import CodeUnit, Program
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
@@ -163,17 +163,39 @@ class SubmissionRunner:
     def _load_hint(self, name: str = "") -> str:
         """Why ``name`` may be missing from the student's namespace: the unit that would have defined it (an import
         of it, its ``def``, an assignment; or one that does not parse, which may) failed while loading. When every
-        unit that failed would not have defined it, that is said apart: it is not why."""
+        unit that failed would not have defined it, that is said apart: it is not why. A unit that failed for a
+        name another failed unit would have defined (a class on `tf.keras.layers.Layer`, after `import tensorflow
+        as tf` failed) is followed to that one."""
         failed = [(program_unit, unit) for program_unit, unit in zip(self.program.units, self.units)
                   if unit.status in (UnitStatus.ERROR, UnitStatus.TIMEOUT, UnitStatus.EXIT, UnitStatus.CRASHED)]
         if not failed:
             return ""
-        if name:
-            defining = [p for p in failed if p[0].defines(name)] or [p for p in failed if p[0].defines(name) is None]
-            if not defining:
-                return f"nothing in your code defines `{name}`; separately, {self._failure(*failed[0], why=False)}"
-            failed = defining
-        return self._failure(*failed[0], why=True)
+        if not name:
+            return self._failure(*failed[0], why=True)
+        cause = self._defining_failure(name, failed)
+        if cause is None:  # what failed is not why: said apart, and whether anything defines the name at all
+            defined = any(unit.binds_anywhere(name) for unit in self.program.units)
+            return ("" if defined else f"nothing in your code defines `{name}`; ") + \
+                f"separately, {self._failure(*failed[0], why=False)}"
+        seen = [cause]
+        while seen[-1][1].error_type == "NameError" and len(seen) < 5:
+            deeper = self._defining_failure(missing_name(seen[-1][1].error_message or ""), failed)
+            if deeper is None or deeper in seen:
+                break
+            seen.append(deeper)
+        if len(seen) == 1:
+            return self._failure(*cause, why=True)
+        needed = missing_name(seen[-2][1].error_message or "")
+        return (f"{self._failure(*cause, why=True)}; `{needed}` was not defined there because "
+                f"{self._failure(*seen[-1], why=False)}")
+
+    @staticmethod
+    def _defining_failure(name: str, failed: list[tuple[CodeUnit, LoadedUnit]]) -> tuple[CodeUnit, LoadedUnit] | None:
+        """The first failed unit that would have defined ``name``; else the first that does not parse (it might)."""
+        if not name:
+            return None
+        return next((p for p in failed if p[0].defines(name)), None) or \
+            next((p for p in failed if p[0].defines(name) is None), None)
 
     @staticmethod
     def _failure(program_unit: CodeUnit, unit: LoadedUnit, *, why: bool) -> str:

@@ -166,7 +166,7 @@ def _known_exception(name: str) -> bool:
 LoadHint = Callable[[str], str]  # the name found missing -> why it may be ("cell [4] raised ImportError ...")
 
 
-def _missing_name(message: str) -> str:
+def missing_name(message: str) -> str:
     """'sequence_mask' from NameError's "name 'sequence_mask' is not defined"."""
     found = re.search(r"name '(\w+)' is not defined", message)
     return found.group(1) if found else ""
@@ -179,7 +179,7 @@ def _raised(what: str, reply: dict[str, Any], *, load_hint: LoadHint | None = No
     if "Expected all tensors to be on the same device" in exc_message:  # graded with --device cuda
         summary += (". Your code made a tensor on the CPU while its inputs are on the GPU: create tensors on an "
                     "input's device, e.g. torch.ones(n, device=X.device)")
-    hint = load_hint(_missing_name(exc_message)) if exc_type == "NameError" and load_hint else ""
+    hint = load_hint(missing_name(exc_message)) if exc_type == "NameError" and load_hint else ""
     if hint:  # `tf` is not defined: because `import tensorflow as tf` failed
         summary += f" ({hint})"
     return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")),

@@ -51,12 +51,36 @@ class CodeUnit:
         return None if names is None or "*" in names else name in names
 
 
+    def binds_anywhere(self, name: str) -> bool:
+        """Whether ``name`` is bound anywhere in the unit, function bodies included (a local, a parameter)."""
+        return name in (_all_names(self.source) or ())
+
+
 @functools.lru_cache(maxsize=256)
 def _unit_names(source: str) -> frozenset[str] | None:
     try:
         return frozenset(top_level_names(ast.parse(source)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+
+
+@functools.lru_cache(maxsize=256)
+def _all_names(source: str) -> frozenset[str] | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return frozenset(names)
 
 
 def top_level_names(tree: ast.AST) -> set[str]:

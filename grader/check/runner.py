@@ -211,7 +211,7 @@ class SubmissionRunner:
     def _sources(self) -> KnownSources:
         """The submission's code and the provided harnesses, as the grader holds them (for hidden checks' hints)."""
         sources = KnownSources()
-        for unit in self.program.units:
+        for unit in self.program.units if self.program is not None else ():  # the student kit has no program
             sources.add(unit.filename, unit.source, unit.first_line)
         for file in self.assignment.provided_files:
             if not file.reference:
@@ -425,7 +425,8 @@ class SubmissionRunner:
         except StudentRaised as exc:
             # A hidden check tells the type, the student's own line and the sizes it drew, never the message
             # (hidden_raised_hint says why); a public check tells everything.
-            hint = hidden_raised_hint(exc, self._sources, context.drawn)
+            hint = hidden_raised_hint(exc, self._sources, context.drawn) if check.visibility != PUBLIC else \
+                f"your code raised {exc.exc_type}"
             if exc.setup:
                 self._setup_failures[check.id] = (exc.message, hint)
             return outcome(ERROR, exc.message, hint, exc.detail)

@@ -53,6 +53,9 @@ class Question:
         return (*self.graded_with_reference, *self.uses_provided)
 
 
+REFERENCE_FILENAME = "<reference>"  # the filename of every provided file that holds an answer
+
+
 @dataclass(frozen=True)
 class ProvidedFile:
     """A provided file as the student's process runs it. One that defines a name students write holds a reference
@@ -63,12 +66,11 @@ class ProvidedFile:
     source: str
     reference: bool
 
-    REFERENCE_FILENAME = "<reference>"
-
     @property
     def filename(self) -> str:
-        """What the student's process compiles it under, which no submission's unit can be named."""
-        return self.REFERENCE_FILENAME if self.reference else f"<provided {self.name}>"
+        """What the student's process compiles it under, which no submission's unit is named (the messages read
+        it back: grader/check/student.py)."""
+        return REFERENCE_FILENAME if self.reference else f"<provided {self.name}>"
 
     @staticmethod
     def read(path: Path, answers: set[str]) -> ProvidedFile:

@@ -18,6 +18,7 @@ from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
 from grader.check.near_names import near_names
 from grader.check.signature import Parameter, describe_renaming, plan_call
+from grader.check.spec import REFERENCE_FILENAME
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, decode_value
 from grader.execute.child import wire
@@ -70,9 +71,6 @@ def _fingerprint(header: Mapping[str, Any], blobs: list[bytes] | tuple) -> str:
         digest.update(len(blob).to_bytes(8, "little"))
         digest.update(blob)
     return digest.hexdigest()
-
-
-REFERENCE_FILENAME = "<reference>"  # a provided file that holds an answer (ProvidedFile in spec.py)
 
 
 def _provided_name(filename: str) -> str:

@@ -5,6 +5,8 @@ Each carries a student-facing ``message`` and an instructor-facing ``detail``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class GraderError(Exception):
     exit_code = 1
@@ -27,12 +29,15 @@ class StudentRaised(SubmissionError):
     """Student code raised an exception during a call. ``setup``: while the check was setting up what it grades
     (constructing the student's class), which fails the same way in every check of the question."""
 
-    def __init__(self, message: str, *, exc_type: str, exc_message: str, traceback: str, setup: bool = False) -> None:
+    def __init__(self, message: str, *, exc_type: str, exc_message: str, traceback: str, setup: bool = False,
+                 where: Any = None) -> None:
         super().__init__(message, f"{message}\n{traceback}".strip())
         self.exc_type = exc_type
         self.exc_message = exc_message
         self.traceback = traceback
         self.setup = setup
+        # The last frame in the student's code as their process reported it: [filename, line, function, text].
+        self.where = where
 
 
 class CallTimedOut(SubmissionError):

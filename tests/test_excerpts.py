@@ -191,9 +191,11 @@ def test_an_error_in_a_helper_called_from_a_method_names_the_students_line(grade
     # The instructor's traceback: each of the student's frames with its own line's text.
     assert holds(toy.detail, frame("deep.py", call, "forward", HELPER_CALL)), toy.detail
     assert holds(toy.detail, frame("deep.py", helper, "broadcast_features", HELPER_RAISE)), toy.detail
-    # A hidden check tells the student only the type; the instructor gets the same traceback.
+    # A hidden check tells the student the type, their line and the sizes it drew, never the message (the code
+    # writes it from the hidden inputs); the instructor gets the same traceback.
     hidden = next(c for c in result.checks if c.check_id == "q2.random_1d")
-    assert hidden.message == "your code raised ValueError"
+    assert re.fullmatch(rf"your code raised ValueError \(line {helper}: `{re.escape(HELPER_RAISE)}`\)"
+                        r"( with the sizes [a-z ]+ \d+(, [a-z ]+ \d+)*)?", hidden.message), hidden.message
     assert holds(hidden.detail, frame("deep.py", helper, "broadcast_features", HELPER_RAISE))
     student, instructor = page_text(graded, "deep", "report.html"), page_text(graded, "deep", "instructor.html")
     assert f"(line {helper}, in broadcast_features: `{HELPER_RAISE}`)" in student

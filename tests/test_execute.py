@@ -73,7 +73,7 @@ def group_is_gone(pgid: int, within: float = 5.0) -> bool:
 
 @contextmanager
 def question(process: StudentProcess) -> Iterator[StudentCode]:
-    with process.question(provided_source=None, provided_names=()) as session:
+    with process.question(provided_files=(), provided_names=()) as session:
         yield StudentCode(session)
 
 

@@ -81,8 +81,8 @@ def rerun_fails(assignment: Assignment, sub: Submission, check_id: str, sizes: d
     try:
         runner.load()
         assert runner.process is not None
-        source = assignment.provided_source if question.provided_names else None
-        with runner.process.question(provided_source=source, provided_names=question.provided_names) as session:
+        files = [f.wire() for f in assignment.provided_files] if question.provided_names else []
+        with runner.process.question(provided_files=files, provided_names=question.provided_names) as session:
             seed = check_seed(assignment.name, sub.student, check_id, spec.visibility)
             run, failure = run_at_sizes(spec, seed, StudentCode(session), sizes)
         assert run.drawn == sizes

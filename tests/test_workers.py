@@ -45,7 +45,7 @@ def run(worker: Worker, source: str, *calls: str) -> list:
         units = process.load(units=program.wire_units(), module_name=program.module_name, stop_on_exit=True,
                              withheld=())
         assert all(u.status == "ok" for u in units), [u.error_message for u in units]
-        with process.question(provided_source=None, provided_names=()) as session:
+        with process.question(provided_files=(), provided_names=()) as session:
             code = StudentCode(session)
             return [plain(code.function(name)()) for name in calls]
 

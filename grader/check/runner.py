@@ -12,6 +12,7 @@ and, when it drew its sizes with ``ctx.sizes`` and failed on values, the smalles
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import time
 import traceback
@@ -24,8 +25,8 @@ from grader.check.diagnose import diagnose
 from grader.check.seeds import check_seed
 from grader.check.shrink import smallest_case
 from grader.check.spec import Assignment, CheckSpec, Question
-from grader.check.student import StudentCode, without_sizes
-from grader.discover.program import Program
+from grader.check.student import KnownSources, StudentCode, hidden_raised_hint, missing_name, without_sizes
+from grader.discover.program import CodeUnit, Program
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
@@ -159,17 +160,63 @@ class SubmissionRunner:
                 self.raw_output += raw[: self.limits.raw_output_bytes - len(self.raw_output)]
             self.process = None
 
-    def _load_hint(self) -> str:
-        for program_unit, unit in zip(self.program.units, self.units):
-            if unit.status in (UnitStatus.ERROR, UnitStatus.TIMEOUT, UnitStatus.EXIT, UnitStatus.CRASHED):
-                framework = _other_framework(unit)
-                if framework:
-                    return (f"{program_unit.label} could not import {framework}: this assignment is graded in "
-                            f"PyTorch, and code written for {framework} cannot run in the grader")
-                what = {UnitStatus.TIMEOUT: "timed out", UnitStatus.CRASHED: "ended the process"}.get(unit.status,
-                                                                                f"raised {unit.error_type}")
-                return f"{program_unit.label} {what} while loading, which may be why"
-        return ""
+    def _load_hint(self, name: str = "") -> str:
+        """Why ``name`` may be missing from the student's namespace: the unit that would have defined it (an import
+        of it, its ``def``, an assignment; or one that does not parse, which may) failed while loading. When every
+        unit that failed would not have defined it, that is said apart: it is not why. A unit that failed for a
+        name another failed unit would have defined (a class on `tf.keras.layers.Layer`, after `import tensorflow
+        as tf` failed) is followed to that one."""
+        failed = [(program_unit, unit) for program_unit, unit in zip(self.program.units, self.units)
+                  if unit.status in (UnitStatus.ERROR, UnitStatus.TIMEOUT, UnitStatus.EXIT, UnitStatus.CRASHED)]
+        if not failed:
+            return ""
+        if not name:
+            return self._failure(*failed[0], why=True)
+        cause = self._defining_failure(name, failed)
+        if cause is None:  # what failed is not why: said apart, and whether anything defines the name at all
+            defined = any(unit.binds_anywhere(name) for unit in self.program.units)
+            return ("" if defined else f"nothing in your code defines `{name}`; ") + \
+                f"separately, {self._failure(*failed[0], why=False)}"
+        seen = [cause]
+        while seen[-1][1].error_type == "NameError" and len(seen) < 5:
+            deeper = self._defining_failure(missing_name(seen[-1][1].error_message or ""), failed)
+            if deeper is None or deeper in seen:
+                break
+            seen.append(deeper)
+        if len(seen) == 1:
+            return self._failure(*cause, why=True)
+        needed = missing_name(seen[-2][1].error_message or "")
+        return (f"{self._failure(*cause, why=True)}; `{needed}` was not defined there because "
+                f"{self._failure(*seen[-1], why=False)}")
+
+    @staticmethod
+    def _defining_failure(name: str, failed: list[tuple[CodeUnit, LoadedUnit]]) -> tuple[CodeUnit, LoadedUnit] | None:
+        """The first failed unit that would have defined ``name``; else the first that does not parse (it might)."""
+        if not name:
+            return None
+        return next((p for p in failed if p[0].defines(name)), None) or \
+            next((p for p in failed if p[0].defines(name) is None), None)
+
+    @staticmethod
+    def _failure(program_unit: CodeUnit, unit: LoadedUnit, *, why: bool) -> str:
+        framework = _other_framework(unit)
+        if framework:
+            return (f"{program_unit.label} could not import {framework}: this assignment is graded in "
+                    f"PyTorch, and code written for {framework} cannot run in the grader")
+        what = {UnitStatus.TIMEOUT: "timed out", UnitStatus.CRASHED: "ended the process"}.get(unit.status,
+                                                                            f"raised {unit.error_type}")
+        return f"{program_unit.label} {what} while loading" + (", which may be why" if why else "")
+
+    @functools.cached_property
+    def _sources(self) -> KnownSources:
+        """The submission's code and the provided harnesses, as the grader holds them (for hidden checks' hints)."""
+        sources = KnownSources()
+        for unit in self.program.units if self.program is not None else ():  # the student kit has no program
+            sources.add(unit.filename, unit.source, unit.first_line)
+        for file in self.assignment.provided_files:
+            if not file.reference:
+                sources.add(file.filename, file.source)
+        return sources
 
     # ----- questions -------------------------------------------------------------------------------------------
     def grade(self) -> list[QuestionResult]:
@@ -282,7 +329,7 @@ class SubmissionRunner:
                       restart: bool = True, last: bool = False) -> _QuestionRun:
         run = _QuestionRun()
         pending = list(checks)
-        source = self.assignment.provided_source if provided else None
+        files = [file.wire() for file in self.assignment.provided_files] if provided else []
         while pending:
             if time.monotonic() >= self.deadline:
                 reason = f"not run: the submission used up its time limit ({self.limits.submission_seconds:g} s)"
@@ -305,9 +352,9 @@ class SubmissionRunner:
                     break
             process = self.process
             try:
-                with process.question(provided_source=source, provided_names=provided, last=last,
+                with process.question(provided_files=files, provided_names=provided, last=last,
                                       record_provided=RECORDING_PROVIDED.get()) as session:
-                    code = StudentCode(session, load_hint=self._load_hint(), naming=question.naming,
+                    code = StudentCode(session, load_hint=self._load_hint, naming=question.naming,
                                        convention=question.convention, asked=self.assignment.withheld_names)
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
@@ -378,9 +425,13 @@ class SubmissionRunner:
                                              notes=(*result.notes, note) if note else result.notes)
             return result
         except StudentRaised as exc:
+            # A hidden check tells the type, the student's own line and the sizes it drew, never the message
+            # (hidden_raised_hint says why); a public check tells everything.
+            hint = hidden_raised_hint(exc, self._sources, context.drawn) if check.visibility != PUBLIC else \
+                f"your code raised {exc.exc_type}"
             if exc.setup:
-                self._setup_failures[check.id] = (exc.message, f"your code raised {exc.exc_type}")
-            return outcome(ERROR, exc.message, f"your code raised {exc.exc_type}", exc.detail)
+                self._setup_failures[check.id] = (exc.message, hint)
+            return outcome(ERROR, exc.message, hint, exc.detail)
         except CallTimedOut as exc:
             self.close()
             return outcome(TIMEOUT, exc.message, exc.message, exc.detail)

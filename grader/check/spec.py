@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.check.binding import Naming
 from grader.check.variants import Variant
+from grader.discover.program import top_level_names
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
 from grader.results import HIDDEN, PUBLIC
@@ -49,6 +51,38 @@ class Question:
     @property
     def provided_names(self) -> tuple[str, ...]:
         return (*self.graded_with_reference, *self.uses_provided)
+
+
+REFERENCE_FILENAME = "<reference>"  # the filename of every provided file that holds an answer
+
+
+@dataclass(frozen=True)
+class ProvidedFile:
+    """A provided file as the student's process runs it. One that defines a name students write holds a reference
+    (an answer): its frames are "the grader's reference code", never its lines. Any other (a training harness the
+    students were given) is named by its file name, with its own line numbers and text."""
+
+    name: str  # "reversal.py", as the student knows it
+    source: str
+    reference: bool
+
+    @property
+    def filename(self) -> str:
+        """What the student's process compiles it under, which no submission's unit is named (the messages read
+        it back: grader/check/student.py)."""
+        return REFERENCE_FILENAME if self.reference else f"<provided {self.name}>"
+
+    @staticmethod
+    def read(path: Path, answers: set[str]) -> ProvidedFile:
+        source = path.read_text(encoding="utf-8")
+        try:
+            defined = top_level_names(ast.parse(source))
+        except SyntaxError:
+            defined = None  # it cannot run either; unknown, so it is treated as holding a reference
+        return ProvidedFile(path.name, source, defined is None or bool(defined & answers))
+
+    def wire(self) -> dict[str, Any]:
+        return {"filename": self.filename, "source": self.source, "reference": self.reference}
 
 
 @dataclass(frozen=True)
@@ -156,11 +190,11 @@ class Assignment:
         return tuple((self.folder / path).resolve() for path in self.provided)
 
     @functools.cached_property
-    def provided_source(self) -> str | None:
-        """The provided files' text, one after another, read once per run (the loader sets ``folder`` first)."""
-        if not self.provided_paths:
-            return None
-        return "\n\n".join(path.read_text(encoding="utf-8") for path in self.provided_paths)
+    def provided_files(self) -> tuple[ProvidedFile, ...]:
+        """The provided files, read once per run (the loader sets ``folder`` first), each compiled in the student's
+        process under its own filename, so a traceback names the file and its own line numbers."""
+        names = set(self.withheld_names)
+        return tuple(ProvidedFile.read(path, names) for path in self.provided_paths)
 
     @property
     def max_score(self) -> float:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+import io
 import json
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +18,7 @@ from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
 from grader.check.near_names import near_names
 from grader.check.signature import Parameter, describe_renaming, plan_call
+from grader.check.spec import REFERENCE_FILENAME
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, decode_value
 from grader.execute.child import wire
@@ -69,29 +73,115 @@ def _fingerprint(header: Mapping[str, Any], blobs: list[bytes] | tuple) -> str:
     return digest.hexdigest()
 
 
+def _provided_name(filename: str) -> str:
+    """'reversal.py' for a provided harness's frames ("<provided reversal.py>"), else ''."""
+    return filename[len("<provided "):-1] if filename.startswith("<provided ") and filename.endswith(">") else ""
+
+
+def _place(filename: str, lineno: int) -> str:
+    """'cell [2], line 7' / 'line 7' / 'reversal.py, line 108': where a frame is, as the student knows the file."""
+    if filename.startswith("<cell "):
+        return f"cell [{filename[6:-1]}], line {lineno}"
+    provided = _provided_name(filename)
+    return f"{provided}, line {lineno}" if provided else f"line {lineno}"
+
+
 def _where(frame: Any) -> str:
-    """' (cell [2], line 7, in masked_softmax: `X[~mask] = value`)' from the last frame in the student's code."""
+    """' (cell [2], line 7, in masked_softmax: `X[~mask] = value`)' from the last frame in the student's code, or in
+    a provided file (a harness the students have, by its name and line); a file that holds the grader's reference
+    answer is named without its lines or text."""
     try:
         filename, lineno, function, line = str(frame[0]), int(frame[1]), str(frame[2]), str(frame[3])
     except (TypeError, IndexError, ValueError):
         return ""
-    place = f"cell [{filename[6:-1]}], " if filename.startswith("<cell ") else ""
-    if filename == "<reference>":
-        place = "in the reference code, "
+    if filename == REFERENCE_FILENAME:
+        return " (in the grader's reference code)"
     code = f": `{line.strip()[:120]}`" if line.strip() else ""
-    return f" ({place}line {lineno}, in {function}{code})"
+    return f" ({_place(filename, lineno)}, in {function}{code})"
 
 
-def _raised(what: str, reply: dict[str, Any], *, load_hint: str = "") -> StudentRaised:
+class KnownSources:
+    """The text of every file a frame of the student's process may name, as the grader itself holds it: the
+    submission's units at their lines, and the provided harnesses (``add``). What a hidden check tells of where the
+    code raised is read from here, never from the student's process, which can say anything."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, list[str]] = {}
+
+    def add(self, filename: str, source: str, first_line: int = 1) -> None:
+        lines = self.lines.setdefault(filename, [])
+        new = io.StringIO(source, newline="").readlines()
+        start = first_line - 1
+        lines.extend(["\n"] * (start + len(new) - len(lines)))
+        lines[start:start + len(new)] = new
+
+    def where(self, frame: Any) -> str:
+        """' (cell [2], line 7: `X[i]`)' for a frame the grader can place in a file it holds: the line's text from
+        the grader's copy; '' for any other frame (the reference's too: no line of it is told)."""
+        try:
+            filename, lineno = str(frame[0]), int(frame[1])
+        except (TypeError, IndexError, ValueError):
+            return ""
+        lines = self.lines.get(filename)
+        if filename == REFERENCE_FILENAME:
+            return " (in the grader's reference code)"
+        if not lines or not 1 <= lineno <= len(lines) or not lines[lineno - 1].strip():
+            return ""
+        return f" ({_place(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`)"
+
+
+# What a hidden check may name as the type of what was raised: Python's own exceptions, as the grader knows them,
+# and the student's process's own word for provided code that could not run (main.py).
+_BUILTIN_EXCEPTIONS = frozenset([*(name for name, value in vars(builtins).items()
+                                   if isinstance(value, type) and issubclass(value, BaseException)),
+                                 "ProvidedCodeFailed"])
+
+
+def hidden_raised_hint(exc: StudentRaised, sources: KnownSources, sizes: Mapping[str, int]) -> str:
+    """What a hidden check says when the student's code raised: the exception's type, the student's own line (placed
+    and quoted from the grader's copy of their code) and the sizes the check drew; never the exception's message,
+    which the student's code writes from the inputs it was given and could carry them out."""
+    exc_type = exc.exc_type if _known_exception(exc.exc_type) else "an exception"
+    hint = f"your code raised {exc_type}" + sources.where(exc.where)
+    if sizes:
+        hint += " with the sizes " + ", ".join(f"{name.replace('_', ' ')} {int(size)}" for name, size in sizes.items())
+    return hint
+
+
+def _known_exception(name: str) -> bool:
+    """Whether ``name`` is one of Python's exceptions, or torch's or NumPy's as the grader's own copies define them:
+    a fixed set, so which one was raised can carry no more than the choice among them."""
+    if name in _BUILTIN_EXCEPTIONS:
+        return True
+    root, _, rest = name.partition(".")
+    obj = sys.modules.get(root) if root in ("torch", "numpy") and rest else None
+    for part in rest.split(".") if obj is not None else ():
+        # Read from the module's own dictionary: no lazy import, no code runs for a name the student chose.
+        obj = getattr(obj, "__dict__", {}).get(part) if part.isidentifier() and not part.startswith("__") else None
+    return isinstance(obj, type) and issubclass(obj, BaseException)
+
+
+LoadHint = Callable[[str], str]  # the name found missing -> why it may be ("cell [4] raised ImportError ...")
+
+
+def missing_name(message: str) -> str:
+    """'sequence_mask' from NameError's "name 'sequence_mask' is not defined"."""
+    found = re.search(r"name '(\w+)' is not defined", message)
+    return found.group(1) if found else ""
+
+
+def _raised(what: str, reply: dict[str, Any], *, load_hint: LoadHint | None = None) -> StudentRaised:
     error = reply.get("error") or {}
     exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
     summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ") + _where(error.get("where"))
     if "Expected all tensors to be on the same device" in exc_message:  # graded with --device cuda
         summary += (". Your code made a tensor on the CPU while its inputs are on the GPU: create tensors on an "
                     "input's device, e.g. torch.ones(n, device=X.device)")
-    if exc_type == "NameError" and load_hint:  # `tf` is not defined: because `import tensorflow as tf` failed
-        summary += f" ({load_hint})"
-    return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")))
+    hint = load_hint(missing_name(exc_message)) if exc_type == "NameError" and load_hint else ""
+    if hint:  # `tf` is not defined: because `import tensorflow as tf` failed
+        summary += f" ({hint})"
+    return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")),
+                         where=error.get("where"))
 
 
 # Errors torch and Python raise when a tensor has another number of dimensions, or other sizes, than code expects.
@@ -107,10 +197,12 @@ def _is_shape_error(exc: StudentRaised) -> bool:
 class StudentCode:
     """The student's namespace inside one question's fork."""
 
-    def __init__(self, session: QuestionSession, *, load_hint: str = "", naming: Naming | None = None,
+    def __init__(self, session: QuestionSession, *, load_hint: LoadHint | None = None, naming: Naming | None = None,
                  convention: str = "", asked: tuple[str, ...] = ()) -> None:
         self.session = session
-        self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
+        # Why a name may be missing (the runner's LoadHint: "cell [4] raised SyntaxError while loading, which may be
+        # why"), appended when one is; "" when nothing failed while loading.
+        self.load_hint = load_hint
         # Every name the assignment asks for: never offered as the near name of another (near_names.py).
         self.asked = asked
         self.naming = naming or Naming()  # how the weights a check sets find the student's parameters (binding.py)
@@ -207,7 +299,8 @@ class StudentCode:
 
     def _require(self, name: str, *, want_class: bool) -> NameInfo:
         info = self.describe(name)
-        hint = f" ({self.load_hint})" if self.load_hint else ""
+        why = self.load_hint(name) if self.load_hint and not info.exists else ""
+        hint = f" ({why})" if why else ""
         if not info.exists:
             near = near_names(name, info.defined, taken=self.asked)
             if near:  # not graded in its place: the message names both, so the fix is one rename
@@ -435,7 +528,8 @@ def _with_shapes(exc: StudentRaised, args: tuple[Any, ...], kwargs: Mapping[str,
     if convention:
         told += f"; {convention}"
     message = exc.message + told
-    return StudentRaised(message, exc_type=exc.exc_type, exc_message=exc.exc_message, traceback=exc.traceback)
+    return StudentRaised(message, exc_type=exc.exc_type, exc_message=exc.exc_message, traceback=exc.traceback,
+                         where=exc.where)
 
 
 def _shape_of(value: Any) -> str:

@@ -44,6 +44,69 @@ class CodeUnit:
     source: str
     first_line: int = 1
 
+    def defines(self, name: str) -> bool | None:
+        """Whether the unit's code would bind ``name`` at the top level (define, import or assign it), had it run
+        to the end; None when it does not parse or star-imports, and so might have."""
+        names = _unit_names(self.source)
+        return None if names is None or "*" in names else name in names
+
+
+    def binds_anywhere(self, name: str) -> bool:
+        """Whether ``name`` is bound anywhere in the unit, function bodies included (a local, a parameter)."""
+        return name in (_all_names(self.source) or ())
+
+
+@functools.lru_cache(maxsize=256)
+def _unit_names(source: str) -> frozenset[str] | None:
+    try:
+        return frozenset(top_level_names(ast.parse(source)))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def _all_names(source: str) -> frozenset[str] | None:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return frozenset(names)
+
+
+def top_level_names(tree: ast.AST) -> set[str]:
+    """The names a module's code binds outside function and class bodies: what it defines or imports, assigns,
+    loops or opens ``as``; the statements under ``if``/``try``/``with`` at the top level included."""
+    names: set[str] = set()
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue  # its body binds its own names
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue  # a comprehension's variables are its own
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
 
 @dataclass(frozen=True)
 class Program:

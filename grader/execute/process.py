@@ -277,15 +277,17 @@ class StudentProcess:
 
     # ----- questions ---------------------------------------------------------------------------------------------
     @contextmanager
-    def question(self, *, provided_source: str | None, provided_names: Sequence[str],
+    def question(self, *, provided_files: Sequence[dict[str, Any]] = (), provided_names: Sequence[str] = (),
                  last: bool = False, record_provided: bool = False) -> Iterator[QuestionSession]:
         """Fork the loaded submission; calls inside the block go to the fork, which exits at the end. The ``last``
         question this process answers is answered by the process itself, which then exits: the same namespace,
         without the fork's cost. A process that cannot be forked (its code used the GPU while loading) answers each
         question itself: the next needs a fresh process (``spent``). ``record_provided``: the provided names keep
-        the calls made to them, read with the ``provided_calls`` request (the student kit's recording)."""
+        the calls made to them, read with the ``provided_calls`` request (the student kit's recording).
+        ``provided_files``: the provided files to run first, each ``{"filename", "source", "reference"}``
+        (``ProvidedFile.wire``), in one namespace, each compiled under its own filename."""
         last = last or not self._forkable
-        self._send({"op": "question", "provided_source": provided_source, "provided_names": list(provided_names),
+        self._send({"op": "question", "provided_files": list(provided_files), "provided_names": list(provided_names),
                     "stream_cap": self.limits.stream_cap, "last": last, "record_provided": record_provided})
         session = QuestionSession(self, last=last)
         self._spent = self._spent or last

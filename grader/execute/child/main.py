@@ -206,15 +206,21 @@ class Serving(calls.Calls):
         sys.stdout, sys.stderr = out, err
         refs: dict[int, Any] = {}
         failed: dict[str, Any] | None = None
-        if request.get("provided_source"):
-            self.filenames.add("<reference>")
-            # A real module (dataclasses look their class's module up), compiled without this file's __future__
-            # flags, as the provided file runs on its own.
+        if request.get("provided_files"):
+            # A real module (dataclasses look their class's module up), each file compiled without this file's
+            # __future__ flags, as the provided file runs on its own, and under its own filename, so its frames say
+            # which file and line. A file that holds a reference answer ("<reference>") keeps its lines out of the
+            # line cache, so no traceback shows its text.
             module = types.ModuleType("reference")
             sys.modules["reference"] = module
             provided_ns: dict[str, Any] = module.__dict__
             try:
-                exec(compile(request["provided_source"], "<reference>", "exec", dont_inherit=True), provided_ns)
+                for file in request["provided_files"]:
+                    filename = str(file["filename"])
+                    self.filenames.add(filename)
+                    if not file.get("reference"):
+                        self._cache_source(filename, file["source"], 1)
+                    exec(compile(file["source"], filename, "exec", dont_inherit=True), provided_ns)
                 provided = {name: provided_ns[name] for name in request["provided_names"]}
                 if request.get("record_provided"):  # the student kit is being recorded from the model solution
                     provided = provided_calls.recording(provided)

@@ -14,7 +14,7 @@ import numpy as np
 from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
 from grader.check.near_names import near_names
-from grader.check.signature import Parameter, describe_renaming, plan_call
+from grader.check.signature import Parameter, describe_renaming, mismatch_message, plan_call
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, decode_value
 from grader.execute.child import wire
@@ -30,6 +30,8 @@ class NameInfo:
     is_module: bool = False
     signature: tuple[Parameter, ...] | None = None  # a class's constructor, or a function's parameters, in order
     defined: tuple[str, ...] = ()  # a missing name's: the names the student's code defined (calls.py)
+    refused: tuple[str, ...] = ()  # a missing name's: the names the grader's d2l refused the student's code
+    from_d2l: tuple[str, ...] = ()  # the d2l functions and classes the object is, or its class inherits from
 
 
 def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -108,8 +110,11 @@ class StudentCode:
     """The student's namespace inside one question's fork."""
 
     def __init__(self, session: QuestionSession, *, load_hint: str = "", naming: Naming | None = None,
-                 convention: str = "", asked: tuple[str, ...] = ()) -> None:
+                 convention: str = "", asked: tuple[str, ...] = (),
+                 answered_by: Mapping[str, str] | None = None) -> None:
         self.session = session
+        # Each name a question asks for -> that question: taking one from d2l is told as such (see _require).
+        self.answered_by = dict(answered_by or {})
         self.load_hint = load_hint  # e.g. "cell [4] raised SyntaxError", appended when a name is missing
         # Every name the assignment asks for: never offered as the near name of another (near_names.py).
         self.asked = asked
@@ -190,11 +195,14 @@ class StudentCode:
             return self.known[name]
         reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
         if not reply.get("exists"):
-            return NameInfo(False, defined=tuple(str(n) for n in reply.get("defined") or ()))
+            return NameInfo(False, defined=tuple(str(n) for n in reply.get("defined") or ()),
+                            refused=tuple(str(n) for n in reply.get("refused") or ()))
         signature = reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
-                        bool(reply.get("is_module")), tuple(Parameter(str(n), str(k), bool(d)) for n, k, d in signature)
-                        if isinstance(signature, list) else None)
+                        bool(reply.get("is_module")),
+                        tuple(Parameter(str(p[0]), str(p[1]), bool(p[2]), None if len(p) < 4 or p[3] is None
+                                        else str(p[3])) for p in signature) if isinstance(signature, list) else None,
+                        from_d2l=tuple(str(n) for n in reply.get("from_d2l") or ()))
         self.known[name] = info
         return info
 
@@ -208,6 +216,16 @@ class StudentCode:
     def _require(self, name: str, *, want_class: bool) -> NameInfo:
         info = self.describe(name)
         hint = f" ({self.load_hint})" if self.load_hint else ""
+        # The book's answer taken from d2l: refused by the grader's d2l while loading (so the name is missing), or
+        # the object is d2l's own or a subclass of it (the real d2l in the student kit, or got round the stand-in).
+        taken = [n for n in info.from_d2l if n in self.answered_by]
+        if not info.exists and name in info.refused and name in self.answered_by:
+            taken = [name]
+        if taken:
+            message = f"`d2l.{taken[0]}` is the answer to {self.answered_by[taken[0]]}: write your own"
+            if taken[0] != name:
+                message += f" (your `{name}` is or builds on it)"
+            raise WrongAnswer(message, hint=message, setup=True)
         if not info.exists:
             near = near_names(name, info.defined, taken=self.asked)
             if near:  # not graded in its place: the message names both, so the fix is one rename
@@ -235,15 +253,15 @@ class StudentCode:
 
     def construct(self, name: str, /, *, optional: Mapping[str, Any] | None = None, **kwargs: Any) -> StudentObject:
         """``name(**kwargs)``, the keywords in the assignment's order, adding each ``optional`` keyword that the
-        signature names explicitly; arguments the signature names otherwise are matched by order (arguments.py)."""
+        signature names explicitly; arguments the signature names otherwise are matched by what the names say
+        (signature.py), never by position alone."""
         info = self._require(name, want_class=True)
         if not info.is_module:
             raise WrongAnswer(f"`{name}` should subclass torch.nn.Module", hint=f"`{name}` is not an nn.Module",
                               setup=True)
-        plan = plan_call(info.signature, kwargs, dict(optional or {}))
-        if plan.problem:
-            message = f"`{name}` cannot be constructed as the assignment does, {name}({', '.join(kwargs)}): " \
-                      f"{plan.problem}"
+        plan = plan_call(info.signature, kwargs, dict(optional or {}), aliases=self.naming.aliases)
+        if plan.problem:  # nothing passed on a guess: both signatures, said once for the question
+            message = mismatch_message(name, info.signature, list(kwargs), plan)
             raise WrongAnswer(message, hint=message, setup=True)
         if plan.renamed:
             self.note(describe_renaming(name, plan))

@@ -96,6 +96,21 @@ def _raised(what: str, reply: dict[str, Any], *, load_hint: str = "") -> Student
     return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")))
 
 
+# What the sandbox's d2l says when the student's code asks it for an answer (grader/execute/child/stubs.py).
+_REFUSAL = re.compile(r"`d2l\.(\w+)` is the answer to (\S+): write your own")
+
+
+def _refusal(reply: dict[str, Any]) -> WrongAnswer | None:
+    """The student's code asked the grader's d2l for a question's answer while a check ran (a wrapper around
+    ``d2l.masked_softmax``): said as that, once for the question, rather than as an AttributeError of theirs."""
+    error = reply.get("error") or {}
+    found = _REFUSAL.match(str(error.get("message", ""))) if error.get("type") == "AttributeError" else None
+    if found is None:
+        return None
+    message = f"`d2l.{found[1]}` is the answer to {found[2]}: write your own (your code calls it)"
+    return WrongAnswer(message, hint=message, setup=True)
+
+
 # Errors torch and Python raise when a tensor has another number of dimensions, or other sizes, than code expects.
 _SHAPE_ERROR = re.compile(r"size of tensor|must match the size|shape|dimension|Dimension out of range|mat1 and mat2|"
                           r"\d-?D tensor|batch1|batch2|expected .*dim|too many indices|not enough values to unpack|"
@@ -154,7 +169,7 @@ class StudentCode:
         if failure is not None and not ignore_errors:
             raise failure
 
-    def _drain(self) -> StudentRaised | None:
+    def _drain(self) -> StudentRaised | WrongAnswer | None:
         failure = None
         pending, self.pending = self.pending, []
         for op, what, record, asked in pending:
@@ -162,7 +177,7 @@ class StudentCode:
             if record:
                 self.replies.append((op, reply, reply_blobs, asked))
             if not reply.get("ok") and failure is None:
-                failure = _raised(what, reply, load_hint=self.load_hint)
+                failure = _refusal(reply) or _raised(what, reply, load_hint=self.load_hint)
         return failure
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -179,7 +194,7 @@ class StudentCode:
                 timeout: float | None = None) -> tuple[dict, list]:
         reply, reply_blobs = self.exchange(header, blobs, what=what, timeout=timeout)
         if not reply.get("ok"):
-            raise _raised(what, reply, load_hint=self.load_hint)
+            raise _refusal(reply) or _raised(what, reply, load_hint=self.load_hint)
         return reply, reply_blobs
 
     def value(self, desc: Any, blobs: list[bytes]) -> Returned:

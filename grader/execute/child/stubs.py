@@ -175,11 +175,6 @@ _TEXTBOOK: dict[str, Any] = {}
 _BUILT_WITHOUT: list[frozenset[str]] = [frozenset()]  # the withheld names _TEXTBOOK was built without
 
 
-# The textbook's pieces that are answers to attention questions, and those of them each builds on.
-ANSWER_PIECES = ("masked_softmax", "DotProductAttention", "AdditiveAttention", "MultiHeadAttention",
-                 "PositionalEncoding")
-
-
 def textbook() -> dict[str, Any]:
     """The real pieces of d2l 1.0.3's ``d2l/torch.py``, built on first use: a submission that never touches them
     costs nothing more, and the zygote does no more work before it forks. A piece the assignment asks students to

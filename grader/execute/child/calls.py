@@ -126,10 +126,17 @@ class Calls:
     def describe(self, name: str) -> dict[str, Any]:
         if name not in self.namespace:
             # What the student defined instead, for the grader to name a near one (grader/check/near_names.py).
-            return {"exists": False, "defined": self.defined_names(), "refused": self.refused()}
+            missing: dict[str, Any] = {"exists": False, "defined": self.defined_names()}
+            refused = self.refused()
+            if refused:  # what the grader's d2l refused the student's code: told by name (student.py)
+                missing["refused"] = refused
+            return missing
         obj = self.namespace[name]
         info: dict[str, Any] = {"exists": True, "type": convert.type_name(obj), "callable": callable(obj),
-                                "is_class": isinstance(obj, type), "from_d2l": _from_d2l(obj)}
+                                "is_class": isinstance(obj, type)}
+        from_d2l = _from_d2l(obj)
+        if from_d2l:
+            info["from_d2l"] = from_d2l
         if isinstance(obj, type):
             info["is_module"] = issubclass(obj, torch.nn.Module)
         try:  # the grader matches the assignment's arguments to it (grader/check/signature.py)

@@ -248,7 +248,10 @@ def test_a_reply_announcing_too_large_an_array_is_refused_before_it_is_read() ->
     """Student code can replace the child's own encoder; the grader still judges the announced shape first."""
     source = """
         import sys, torch
-        encoder = sys.modules["convert"]
+        frame = sys._getframe()  # the runtime's modules are not importable by name, but its frames are its callers
+        while "convert" not in frame.f_globals:
+            frame = frame.f_back
+        encoder = frame.f_globals["convert"]
         honest = encoder.encode
         encoder.encode = lambda value, blobs, depth=0, **kw: honest(value, blobs, depth, max_elements=10**12)
         def big():

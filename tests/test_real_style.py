@@ -36,6 +36,7 @@ EXPECTED = {
         "tensorflow_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
         "mxnet_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
         "weights_in_a_local": {"q1": 25, "q2": 30, "q3": 22, "q4": 20},
+        "book_answers_from_d2l": {"q1": 25, "q2": 0, "q3": 0, "q4": 20},
     },
     "bahdanau_attention": {
         "w1_w2_v_names": {"q1": 25, "q2": 40, "q3": 0},
@@ -47,6 +48,7 @@ EXPECTED = {
         "renamed_arguments": {"q1": 40, "q2": 45, "q3": 15},
         "scale_weight_name": {"q1": 34, "q2": 45, "q3": 15},
         "ignores_key": {"q1": 14, "q2": 45, "q3": 15},
+        "transformer_signature": {"q1": 0, "q2": 0, "q3": 0},
     },
     "practical10": {
         "attn_combine": {"q1": 15, "q2": 20, "q3": 15, "q4": 46},
@@ -126,16 +128,38 @@ def test_renamed_layers_cost_only_the_parameters_check_which_names_them(
         student_reads(corpus("practical10")["attn_combine"], "q4.parameters")
 
 
-def test_arguments_named_otherwise_are_passed_in_order_and_the_report_says_so(
+def test_arguments_named_otherwise_are_matched_by_their_names_and_the_report_says_so(
         corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
     renamed = corpus("attention_scoring")["d_hid_signature"]
     assert "AdditiveAttention's constructor names its arguments differently from the assignment, so the grader " \
-           "passed them in the assignment's order: num_hiddens as `d_hid`." in notes(renamed, "q2")
+           "matched them by what their names say: num_hiddens as `d_hid`." in notes(renamed, "q2")
     assert "query_size as `d_q`, key_size as `d_k`" in notes(renamed, "q4")
     assert "dim as `units`, dropout as `dropout_rate`" in \
         notes(corpus("keras_additive_attention")["renamed_arguments"], "q1")
     assert "input_dim as `in_features`, hidden_dim as `hidden_size`" in \
         notes(corpus("bahdanau_attention")["renamed_arguments"], "q1")
+
+
+def test_a_signature_that_cannot_be_matched_is_said_once_with_both_signatures(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    result = corpus("keras_additive_attention")["transformer_signature"]
+    said = ("KerasAdditiveAttention takes (d_model, d_k=None, d_v=None, dropout=0.0); the assignment passes dim, "
+            "use_scale, causal, dropout: could not match use_scale and causal")
+    for question in ("q1", "q2", "q3"):
+        assert notes(result, question).count(said) == 1
+        messages = [student_reads(result, c.check_id) for c in result.checks if c.question == question]
+        # No TypeError from a positional guess (q1.scale_parameter builds it with dim and use_scale only: its own
+        # sentence, "could not match use_scale").
+        assert all(m.startswith(said[:said.index(", causal")]) for m in messages), messages
+
+
+def test_answers_taken_from_d2l_are_named_with_their_question(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    result = corpus("attention_scoring")["book_answers_from_d2l"]
+    assert student_reads(result, "q2.toy_example").startswith(
+        "`d2l.AdditiveAttention` is the answer to q2: write your own")
+    assert student_reads(result, "q3.toy_example").startswith(
+        "`d2l.DotProductAttention` is the answer to q3: write your own")
 
 
 def test_other_conventions_and_frameworks_say_so(corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:

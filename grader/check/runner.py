@@ -138,7 +138,7 @@ class SubmissionRunner:
             try:
                 units = self.process.load(units=self.program.wire_units(), module_name=self.program.module_name,
                                           stop_on_exit=self.program.stop_on_exit,
-                                          withheld=self.assignment.withheld_names, skip=self.failed_units,
+                                          withheld=self.assignment.answered_by, skip=self.failed_units,
                                           stubbed=self.assignment.stubbed_modules)
             except LoadInterrupted as exc:
                 if exc.index in self.failed_units or len(self.failed_units) >= self.limits.restarts:
@@ -355,7 +355,8 @@ class SubmissionRunner:
                 with process.question(provided_files=files, provided_names=provided, last=last,
                                       record_provided=RECORDING_PROVIDED.get()) as session:
                     code = StudentCode(session, load_hint=self._load_hint, naming=question.naming,
-                                       convention=question.convention, asked=self.assignment.withheld_names)
+                                       convention=question.convention, asked=self.assignment.withheld_names,
+                                       answered_by=self.assignment.answered_by)
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)

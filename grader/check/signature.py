@@ -1,19 +1,48 @@
 """How the arguments a check constructs a student's class with meet the signature the student wrote.
 
 The assignment names the constructor's arguments (``AdditiveAttention(num_hiddens, dropout)``); students rename them
-(``d_hid``, ``hidden_dim``, ``dropout_rate``). The rule, the same for everyone:
+(``d_hid``, ``hidden_dim``, ``dropout_rate``). The rule, the same for everyone, matches each argument to one parameter
+by what the names say, never by position alone:
 
-- every argument the signature names goes by that name, and an optional one (``key_size``) only when it is named;
-- when some are not named but the signature takes as many arguments otherwise, in the assignment's order (its
-  required ones no more than that), those go to the signature's other parameters in order, and the report says so;
-- otherwise the call cannot be matched, which the check reports as such (never as the student's code raising).
+1. the parameter of the same name; an optional argument (``key_size``) only so;
+2. the same name up to case and underscores (``numHiddens``), or an alias the question lists for it;
+3. the same role, told by the words of the names (``ROLE_WORDS``: ``d_hid`` and ``hidden_size`` are hidden sizes,
+   ``p_drop`` and ``dropout_rate`` dropout, ``in_features`` an input size, ``d_q`` a query size), one parameter
+   for one argument;
+4. a generic size (``dim``, ``units``, ``d_model``) for a generic size, one for one;
+5. the last argument left to the one parameter left that needs a value (or the only one left), unless that
+   parameter's name says another role.
+
+Arguments still unmatched go into ``**kwargs`` by their own names when the signature takes them and needs nothing
+else; otherwise the signature cannot be matched, which the check reports once for the question as such ("X takes
+(d_model, max_len=5000, drop=0.1); the assignment passes num_hiddens, dropout: could not match ..."), never as the
+student's code raising and never by a guess that puts a dropout rate where a length goes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# Words that say what a constructor argument is, each set one role (grader/check/binding.py has the same idea for
+# parameters): `hidden_dim`, `d_hid` and `num_hiddens` are all a hidden size.
+ROLE_WORDS: dict[str, frozenset[str]] = {
+    "hidden": frozenset({"hidden", "hiddens", "hid"}),
+    "input": frozenset({"in", "input", "inputs", "inp"}),
+    "query": frozenset({"q", "query", "queries", "qry"}),
+    "key": frozenset({"k", "key", "keys"}),
+    "value": frozenset({"v", "value", "values", "val"}),
+    "dropout": frozenset({"dropout", "drop", "p", "rate", "prob"}),
+    "heads": frozenset({"heads", "head", "nhead", "nheads"}),
+    "length": frozenset({"len", "length", "maxlen", "max", "positions"}),
+    "scale": frozenset({"scale", "scaled", "scaling"}),
+    "causal": frozenset({"causal", "future", "autoregressive"}),
+    "bias": frozenset({"bias"}),
+}
+# Words of a size that says no more than that (Keras's `units`, a transformer's `d_model`).
+GENERIC_SIZE = frozenset({"dim", "dims", "size", "d", "model", "units", "features", "width", "embed", "emb"})
 
 POSITIONAL_KINDS = ("positional", "either")
 
@@ -23,20 +52,23 @@ class Parameter:
     name: str
     kind: str  # "positional", "either", "*args", "keyword", "**kwargs" (inspect's kinds)
     has_default: bool
+    default: str | None = None  # the default as the signature shows it (repr), where there is one
 
 
 @dataclass(frozen=True)
 class CallPlan:
     args: tuple[Any, ...]  # for positional-only parameters
     kwargs: dict[str, Any]
-    renamed: tuple[tuple[str, str], ...] = ()  # (the assignment's name, the student's) for arguments matched by order
+    renamed: tuple[tuple[str, str], ...] = ()  # (the assignment's name, the student's) for arguments matched otherwise
     problem: str = ""  # why the arguments could not be matched; then nothing else is set
+    unmatched: tuple[str, ...] = ()  # the assignment's arguments that found no parameter
 
 
 def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
-              optional: Mapping[str, Any]) -> CallPlan:
+              optional: Mapping[str, Any], aliases: Mapping[str, Sequence[str]] | None = None) -> CallPlan:
     """``wanted``: the arguments in the assignment's order; ``optional``: passed only where the signature names them
-    (``**kwargs`` does not count: in a module it usually goes on to ``nn.Module.__init__``, which takes none)."""
+    (``**kwargs`` does not count: in a module it usually goes on to ``nn.Module.__init__``, which takes none);
+    ``aliases``: other names the question accepts for an argument."""
     if signature is None:  # a signature Python cannot read (a C extension): call as the assignment says
         return CallPlan((), dict(wanted))
     named = {p.name for p in signature if p.kind in ("either", "keyword")}
@@ -45,27 +77,110 @@ def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
     kwargs.update({k: v for k, v in wanted.items() if k in named})
     if not unmatched:
         return CallPlan((), kwargs)
-    free = [p for p in signature if p.kind in POSITIONAL_KINDS and p.name not in kwargs]
-    required = [p for p in free if not p.has_default]
-    if len(required) <= len(unmatched) <= len(free):
-        args: list[Any] = []
-        renamed = []
-        for name, parameter in zip(unmatched, free):
-            if parameter.kind == "positional":
-                args.append(wanted[name])
-            else:
-                kwargs[parameter.name] = wanted[name]
-            renamed.append((name, parameter.name))
-        return CallPlan(tuple(args), kwargs, tuple(renamed))
-    if any(p.kind == "**kwargs" for p in signature) and not required:
-        return CallPlan((), {**kwargs, **{k: wanted[k] for k in unmatched}})
-    theirs = ", ".join(p.name for p in signature if p.kind in (*POSITIONAL_KINDS, "keyword")) or "no arguments"
-    return CallPlan((), kwargs, problem=f"it takes ({theirs}), which the grader cannot match with the assignment's "
-                                        f"({', '.join(wanted)})")
+    free = [p for p in signature if p.kind in (*POSITIONAL_KINDS, "keyword") and p.name not in kwargs]
+    matched = _match(unmatched, free, aliases or {})
+    left = [k for k in unmatched if k not in matched]
+    still_required = [p for p in free if not p.has_default and p.name not in matched.values()]
+    if left and any(p.kind == "**kwargs" for p in signature) and not still_required:
+        kwargs.update({k: wanted[k] for k in left})  # into **kwargs by the assignment's own names
+        left = []
+    if left:
+        return CallPlan((), kwargs, unmatched=tuple(left), problem=f"could not match {_join(left)}")
+    # Positional-only parameters take their values in the signature's order, from its first one on.
+    args: list[Any] = []
+    by_parameter = {student: ours for ours, student in matched.items()}
+    for parameter in signature:
+        if parameter.kind != "positional":
+            continue
+        if parameter.name in by_parameter:
+            if len(args) < [p.name for p in signature if p.kind == "positional"].index(parameter.name):
+                return CallPlan((), kwargs, unmatched=(by_parameter[parameter.name],),
+                                problem=f"could not pass {by_parameter[parameter.name]} to `{parameter.name}`, a "
+                                        "positional-only parameter after one the assignment does not give")
+            args.append(wanted[by_parameter[parameter.name]])
+    for ours, student in matched.items():
+        if student not in {p.name for p in signature if p.kind == "positional"}:
+            kwargs[student] = wanted[ours]
+    renamed = tuple((ours, matched[ours]) for ours in unmatched if ours in matched)
+    return CallPlan(tuple(args), kwargs, renamed)
+
+
+def _words(name: str) -> set[str]:
+    """'queryProj2' -> {'query', 'proj'}: the words of a name."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)
+    return {t.lower() for t in re.split(r"[^A-Za-z]+", spaced) if t}
+
+
+def _roles(name: str) -> frozenset[str]:
+    words = _words(name)
+    return frozenset(role for role, role_words in ROLE_WORDS.items() if words & role_words)
+
+
+def _generic(name: str) -> bool:
+    return not _roles(name) and bool(_words(name) & GENERIC_SIZE)
+
+
+def _key(name: str) -> str:
+    return name.casefold().replace("_", "")
+
+
+def _match(unmatched: Sequence[str], free: Sequence[Parameter],
+           aliases: Mapping[str, Sequence[str]]) -> dict[str, str]:
+    """The assignment's arguments -> the student's parameters, step by step (see the module's docstring); a step
+    matches an argument only where it finds one parameter for it that no other argument also finds."""
+    matched: dict[str, str] = {}
+
+    def open_params() -> list[Parameter]:
+        return [p for p in free if p.name not in matched.values()]
+
+    def step(fits: Any) -> None:
+        options = {ours: [p.name for p in open_params() if fits(ours, p)] for ours in unmatched if ours not in matched}
+        claimed = [name for names in options.values() for name in names]
+        for ours, names in options.items():
+            if len(names) == 1 and claimed.count(names[0]) == 1:
+                matched[ours] = names[0]
+
+    step(lambda ours, p: _key(p.name) == _key(ours) or _key(p.name) in {_key(a) for a in aliases.get(ours, ())})
+    step(lambda ours, p: bool(_roles(ours) & _roles(p.name)))
+    step(lambda ours, p: _generic(ours) and _generic(p.name))
+    left = [ours for ours in unmatched if ours not in matched]
+    if len(left) == 1:
+        remaining = open_params()
+        required = [p for p in remaining if not p.has_default]
+        candidates = required if required else remaining
+        if len(candidates) == 1 and len(required) <= 1:
+            roles = _roles(candidates[0].name)
+            if not roles or roles & _roles(left[0]):
+                matched[left[0]] = candidates[0].name
+    return matched
+
+
+def _join(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def signature_text(signature: Sequence[Parameter] | None) -> str:
+    """``d_model, max_len=5000, drop=0.1``: the signature as the student wrote it, less ``self``."""
+    if signature is None:
+        return "..."
+    shown = []
+    for p in signature:
+        prefix = {"*args": "*", "**kwargs": "**"}.get(p.kind, "")
+        default = f"={p.default}" if p.has_default and p.default is not None else ("=..." if p.has_default else "")
+        shown.append(f"{prefix}{p.name}{default}")
+    return ", ".join(shown)
+
+
+def mismatch_message(class_name: str, signature: Sequence[Parameter] | None, wanted: Sequence[str],
+                     plan: CallPlan) -> str:
+    """Said once for the question when the arguments cannot be matched: both signatures, and what did not match."""
+    return (f"{class_name} takes ({signature_text(signature)}); the assignment passes {', '.join(wanted)}: "
+            f"{plan.problem}. The grader does not guess by position: name the parameters as the assignment does, "
+            f"{class_name}({', '.join(wanted)})")
 
 
 def describe_renaming(class_name: str, plan: CallPlan) -> str:
-    """The report's line when arguments were matched by order (no values: the same line for every check)."""
+    """The report's line when arguments were matched under other names (no values: the same line for every check)."""
     pairs = ", ".join(f"{ours} as `{theirs}`" for ours, theirs in plan.renamed)
-    return (f"{class_name}'s constructor names its arguments differently from the assignment, so the grader passed "
-            f"them in the assignment's order: {pairs}.")
+    return (f"{class_name}'s constructor names its arguments differently from the assignment, so the grader matched "
+            f"them by what their names say: {pairs}.")

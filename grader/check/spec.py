@@ -205,6 +205,12 @@ class Assignment:
     def withheld_names(self) -> tuple[str, ...]:
         return tuple(name for q in self.questions for name in q.defines)
 
+    @property
+    def answered_by(self) -> dict[str, str]:
+        """Each name a question asks students to write -> that question's id: what the sandbox's ``d2l`` withholds,
+        and what a submission that takes it from ``d2l`` is told ("`d2l.X` is the answer to q3")."""
+        return {name: q.id for q in self.questions for name in q.defines}
+
     def validate(self) -> None:
         ids = [c.id for c in self.checks]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})

@@ -17,7 +17,7 @@ import numpy as np
 from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
 from grader.check.near_names import near_names
-from grader.check.signature import Parameter, describe_renaming, plan_call
+from grader.check.signature import Parameter, describe_renaming, mismatch_message, plan_call
 from grader.check.spec import REFERENCE_FILENAME
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, decode_value
@@ -34,6 +34,8 @@ class NameInfo:
     is_module: bool = False
     signature: tuple[Parameter, ...] | None = None  # a class's constructor, or a function's parameters, in order
     defined: tuple[str, ...] = ()  # a missing name's: the names the student's code defined (calls.py)
+    refused: tuple[str, ...] = ()  # a missing name's: the names the grader's d2l refused the student's code
+    from_d2l: tuple[str, ...] = ()  # the d2l functions and classes the object is, or its class inherits from
 
 
 def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -184,6 +186,21 @@ def _raised(what: str, reply: dict[str, Any], *, load_hint: LoadHint | None = No
                          where=error.get("where"))
 
 
+# What the sandbox's d2l says when the student's code asks it for an answer (grader/execute/child/stubs.py).
+_REFUSAL = re.compile(r"`d2l\.(\w+)` is the answer to (\S+): write your own")
+
+
+def _refusal(reply: dict[str, Any]) -> WrongAnswer | None:
+    """The student's code asked the grader's d2l for a question's answer while a check ran (a wrapper around
+    ``d2l.masked_softmax``): said as that, once for the question, rather than as an AttributeError of theirs."""
+    error = reply.get("error") or {}
+    found = _REFUSAL.match(str(error.get("message", ""))) if error.get("type") == "AttributeError" else None
+    if found is None:
+        return None
+    message = f"`d2l.{found[1]}` is the answer to {found[2]}: write your own (your code calls it)"
+    return WrongAnswer(message, hint=message, setup=True)
+
+
 # Errors torch and Python raise when a tensor has another number of dimensions, or other sizes, than code expects.
 _SHAPE_ERROR = re.compile(r"size of tensor|must match the size|shape|dimension|Dimension out of range|mat1 and mat2|"
                           r"\d-?D tensor|batch1|batch2|expected .*dim|too many indices|not enough values to unpack|"
@@ -198,8 +215,11 @@ class StudentCode:
     """The student's namespace inside one question's fork."""
 
     def __init__(self, session: QuestionSession, *, load_hint: LoadHint | None = None, naming: Naming | None = None,
-                 convention: str = "", asked: tuple[str, ...] = ()) -> None:
+                 convention: str = "", asked: tuple[str, ...] = (),
+                 answered_by: Mapping[str, str] | None = None) -> None:
         self.session = session
+        # Each name a question asks for -> that question: taking one from d2l is told as such (see _require).
+        self.answered_by = dict(answered_by or {})
         # Why a name may be missing (the runner's LoadHint: "cell [4] raised SyntaxError while loading, which may be
         # why"), appended when one is; "" when nothing failed while loading.
         self.load_hint = load_hint
@@ -241,7 +261,7 @@ class StudentCode:
         if failure is not None and not ignore_errors:
             raise failure
 
-    def _drain(self) -> StudentRaised | None:
+    def _drain(self) -> StudentRaised | WrongAnswer | None:
         failure = None
         pending, self.pending = self.pending, []
         for op, what, record, asked in pending:
@@ -249,7 +269,7 @@ class StudentCode:
             if record:
                 self.replies.append((op, reply, reply_blobs, asked))
             if not reply.get("ok") and failure is None:
-                failure = _raised(what, reply, load_hint=self.load_hint)
+                failure = _refusal(reply) or _raised(what, reply, load_hint=self.load_hint)
         return failure
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -266,7 +286,7 @@ class StudentCode:
                 timeout: float | None = None) -> tuple[dict, list]:
         reply, reply_blobs = self.exchange(header, blobs, what=what, timeout=timeout)
         if not reply.get("ok"):
-            raise _raised(what, reply, load_hint=self.load_hint)
+            raise _refusal(reply) or _raised(what, reply, load_hint=self.load_hint)
         return reply, reply_blobs
 
     def value(self, desc: Any, blobs: list[bytes]) -> Returned:
@@ -282,11 +302,14 @@ class StudentCode:
             return self.known[name]
         reply, _ = self.request({"op": "describe", "name": name}, what=f"looking up {name}")
         if not reply.get("exists"):
-            return NameInfo(False, defined=tuple(str(n) for n in reply.get("defined") or ()))
+            return NameInfo(False, defined=tuple(str(n) for n in reply.get("defined") or ()),
+                            refused=tuple(str(n) for n in reply.get("refused") or ()))
         signature = reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
-                        bool(reply.get("is_module")), tuple(Parameter(str(n), str(k), bool(d)) for n, k, d in signature)
-                        if isinstance(signature, list) else None)
+                        bool(reply.get("is_module")),
+                        tuple(Parameter(str(p[0]), str(p[1]), bool(p[2]), None if len(p) < 4 or p[3] is None
+                                        else str(p[3])) for p in signature) if isinstance(signature, list) else None,
+                        from_d2l=tuple(str(n) for n in reply.get("from_d2l") or ()))
         self.known[name] = info
         return info
 
@@ -301,6 +324,16 @@ class StudentCode:
         info = self.describe(name)
         why = self.load_hint(name) if self.load_hint and not info.exists else ""
         hint = f" ({why})" if why else ""
+        # The book's answer taken from d2l: refused by the grader's d2l while loading (so the name is missing), or
+        # the object is d2l's own or a subclass of it (the real d2l in the student kit, or got round the stand-in).
+        taken = [n for n in info.from_d2l if n in self.answered_by]
+        if not info.exists and name in info.refused and name in self.answered_by:
+            taken = [name]
+        if taken:
+            message = f"`d2l.{taken[0]}` is the answer to {self.answered_by[taken[0]]}: write your own"
+            if taken[0] != name:
+                message += f" (your `{name}` is or builds on it)"
+            raise WrongAnswer(message, hint=message, setup=True)
         if not info.exists:
             near = near_names(name, info.defined, taken=self.asked)
             if near:  # not graded in its place: the message names both, so the fix is one rename
@@ -328,15 +361,15 @@ class StudentCode:
 
     def construct(self, name: str, /, *, optional: Mapping[str, Any] | None = None, **kwargs: Any) -> StudentObject:
         """``name(**kwargs)``, the keywords in the assignment's order, adding each ``optional`` keyword that the
-        signature names explicitly; arguments the signature names otherwise are matched by order (arguments.py)."""
+        signature names explicitly; arguments the signature names otherwise are matched by what the names say
+        (signature.py), never by position alone."""
         info = self._require(name, want_class=True)
         if not info.is_module:
             raise WrongAnswer(f"`{name}` should subclass torch.nn.Module", hint=f"`{name}` is not an nn.Module",
                               setup=True)
-        plan = plan_call(info.signature, kwargs, dict(optional or {}))
-        if plan.problem:
-            message = f"`{name}` cannot be constructed as the assignment does, {name}({', '.join(kwargs)}): " \
-                      f"{plan.problem}"
+        plan = plan_call(info.signature, kwargs, dict(optional or {}), aliases=self.naming.aliases)
+        if plan.problem:  # nothing passed on a guess: both signatures, said once for the question
+            message = mismatch_message(name, info.signature, list(kwargs), plan)
             raise WrongAnswer(message, hint=message, setup=True)
         if plan.renamed:
             self.note(describe_renaming(name, plan))

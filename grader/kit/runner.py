@@ -205,7 +205,8 @@ class KitRunner(SubmissionRunner):
         with _names_lent(self.calls.namespace, lent), contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(err):
             code = StudentCode(KernelSession(self.calls), naming=question.naming,  # type: ignore[arg-type]
-                               convention=question.convention, asked=self.kit.assignment.withheld_names)
+                               convention=question.convention, asked=self.kit.assignment.withheld_names,
+                               answered_by=self.kit.assignment.answered_by)
             for check in checks:
                 run.checks.append(self._run_check(check, code, shrink=False))
             run.notes += [note for note in code.notes if note not in run.notes]

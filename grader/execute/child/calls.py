@@ -42,6 +42,11 @@ class Calls:
         """Whether a traceback's frame in ``filename`` is the student's code (only those are told)."""
         raise NotImplementedError
 
+    def refused(self) -> list[str]:
+        """The names the grader's ``d2l`` refused the student's code (an answer the assignment asks for); none in
+        the student's own kernel, where ``d2l`` is the real one."""
+        return []
+
     def describe_exception(self, exc: BaseException) -> dict[str, Any]:
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if self.student_frame(f.filename)]
         try:
@@ -121,14 +126,21 @@ class Calls:
     def describe(self, name: str) -> dict[str, Any]:
         if name not in self.namespace:
             # What the student defined instead, for the grader to name a near one (grader/check/near_names.py).
-            return {"exists": False, "defined": self.defined_names()}
+            missing: dict[str, Any] = {"exists": False, "defined": self.defined_names()}
+            refused = self.refused()
+            if refused:  # what the grader's d2l refused the student's code: told by name (student.py)
+                missing["refused"] = refused
+            return missing
         obj = self.namespace[name]
         info: dict[str, Any] = {"exists": True, "type": convert.type_name(obj), "callable": callable(obj),
                                 "is_class": isinstance(obj, type)}
+        from_d2l = _from_d2l(obj)
+        if from_d2l:
+            info["from_d2l"] = from_d2l
         if isinstance(obj, type):
             info["is_module"] = issubclass(obj, torch.nn.Module)
         try:  # the grader matches the assignment's arguments to it (grader/check/signature.py)
-            info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty]
+            info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty, _default_text(p.default)]
                                  for p in inspect.signature(obj).parameters.values()]
         except (TypeError, ValueError):  # no signature Python can read
             info["signature"] = None
@@ -162,6 +174,34 @@ _MAX_DEFINED = 2000
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "positional", inspect.Parameter.POSITIONAL_OR_KEYWORD: "either",
           inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.KEYWORD_ONLY: "keyword",
           inspect.Parameter.VAR_KEYWORD: "**kwargs"}
+
+
+def _from_d2l(obj: Any) -> list[str]:
+    """The names of d2l's own functions and classes that ``obj`` is or inherits from (``DotProductAttention`` for
+    ``d2l.DotProductAttention``, an alias of it or a subclass of it): the grader refuses one that answers a
+    question (the student's own class on ``d2l.Module`` names ``Module``, which answers none)."""
+    try:
+        chain = obj.__mro__ if isinstance(obj, type) else (obj,)
+        found = []
+        for item in chain:
+            module = getattr(item, "__module__", None)
+            if isinstance(module, str) and (module == "d2l" or module.startswith("d2l.")):
+                found.append(str(getattr(item, "__name__", "")))
+        return found[:20]
+    except Exception:  # an object whose attributes raise: nothing to tell
+        return []
+
+
+def _default_text(default: Any) -> str | None:
+    """A parameter's default as the signature shows it (``5000``), for the message when a signature cannot be
+    matched; None for none."""
+    if default is inspect.Parameter.empty:
+        return None
+    try:
+        text = repr(default)
+    except Exception:
+        return "..."
+    return text if len(text) <= 30 else "..."
 
 
 def _parameter_info(module: torch.nn.Module, name: str, param: torch.nn.Parameter) -> dict[str, Any]:

@@ -50,6 +50,10 @@ import wire  # noqa: E402
 
 sys.path.remove(HERE)
 
+# This folder's modules, imported by their bare names (and the zygote's, which imports this one as `main`).
+RUNTIME_MODULES = ("calls", "capture", "convert", "huge_pages", "main", "privileges", "provided_calls", "stubs",
+                   "wire", "zygote")
+
 MAX_MESSAGE = 512 << 20
 
 
@@ -126,6 +130,10 @@ class Serving(calls.Calls):
         self.device = request.get("device", "cpu")
         self.max_elements = int(request.get("max_elements", self.max_elements))
         stubs.install(self.namespace, request.get("withheld", []), request.get("stubbed", {}), device=self.device)
+        # The runtime's own modules stay loaded (this process holds them) but are no longer importable by name: a
+        # submission's `import stubs` finds nothing to take answers from.
+        for runtime_module in RUNTIME_MODULES:
+            sys.modules.pop(runtime_module, None)
         signal.signal(signal.SIGALRM, _on_alarm)
         skip = set(request.get("skip", ()))
         stopped = False
@@ -198,6 +206,9 @@ class Serving(calls.Calls):
 
     def student_frame(self, filename: str) -> bool:
         return filename in self.filenames
+
+    def refused(self) -> list[str]:
+        return list(stubs.REFUSED)
 
     # ----- one question, in a fork -----------------------------------------------------------------------------
     def serve_question(self, request: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ question provides the reference in their place.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -107,20 +108,42 @@ def sequence_mask(X: Any, valid_len: Any, value: float = 0) -> Any:
     return X
 
 
+def withheld_message(name: str, question: str | None = None) -> str:
+    """What a student reads who takes an answer from ``d2l``: the name, the question it answers, the fix."""
+    where = f"the answer to {question}" if question else "an answer this assignment asks for"
+    return (f"`d2l.{name}` is {where}: write your own (the grader's d2l withholds it; this assignment asks you to "
+            f"write {name} yourself)")
+
+
+# The names the stand-in refused while the submission ran (``d2l.DotProductAttention`` asked for where the assignment
+# asks students to write it): the grader then says so for the question, not "not defined".
+REFUSED: list[str] = []
+
+
+def answer(name: str) -> Any:
+    """``d2l.<name>`` as the stand-in answers it, for the textbook's own pieces that build on an answer (11.5's
+    MultiHeadAttention on DotProductAttention): the reference while a later question is graded with it, a refusal
+    while the assignment asks for it, otherwise the book's."""
+    if name in D2lModule.provided:
+        return D2lModule.provided[name]
+    if name in D2lModule.withheld:
+        if name not in REFUSED:
+            REFUSED.append(name)
+        raise AttributeError(withheld_message(name, D2lModule.withheld_by.get(name)))
+    return textbook()[name]
+
+
 class D2lModule(StubModule):
     """``d2l`` and ``d2l.torch``: plotting is a no-op, assignment answers are withheld or the reference, and the
     textbook's building blocks are real."""
 
     withheld: ClassVar[frozenset[str]] = frozenset()
+    withheld_by: ClassVar[dict[str, str]] = {}  # a withheld name -> the question that asks for it
     provided: ClassVar[dict[str, Any]] = {}
 
     def __getattr__(self, attr: str) -> Any:
-        if attr in D2lModule.provided:
-            return D2lModule.provided[attr]
-        if attr in D2lModule.withheld:
-            raise AttributeError(
-                f"d2l.{attr} is not available when grading: this assignment asks you to write {attr} yourself"
-            )
+        if attr in D2lModule.provided or attr in D2lModule.withheld:
+            return answer(attr)
         if self.__name__ == "d2l" and attr in ("torch", "mxnet", "tensorflow", "jax"):
             return importlib.import_module(f"d2l.{attr}")  # `from d2l import torch as d2l`
         if attr in TEXTBOOK_NAMES:
@@ -149,19 +172,26 @@ TEXTBOOK_NAMES = frozenset({
     "repeat",
 })
 _TEXTBOOK: dict[str, Any] = {}
+_BUILT_WITHOUT: list[frozenset[str]] = [frozenset()]  # the withheld names _TEXTBOOK was built without
 
 
 def textbook() -> dict[str, Any]:
     """The real pieces of d2l 1.0.3's ``d2l/torch.py``, built on first use: a submission that never touches them
-    costs nothing more, and the zygote does no more work before it forks."""
-    if not _TEXTBOOK:
-        _TEXTBOOK.update(_build_textbook())
+    costs nothing more, and the zygote does no more work before it forks. A piece the assignment asks students to
+    write is never built (nothing in the process holds the book's answer), and the pieces that build on it
+    (MultiHeadAttention on DotProductAttention) ask ``d2l`` for it when they run (``answer``)."""
+    if not _TEXTBOOK or _BUILT_WITHOUT[0] != D2lModule.withheld:
+        _TEXTBOOK.clear()
+        _TEXTBOOK.update(_build_textbook(D2lModule.withheld))
+        _BUILT_WITHOUT[0] = D2lModule.withheld
+        gc.collect()  # the withheld pieces were made and dropped: no cycle of theirs is left for gc to find
     return _TEXTBOOK
 
 
-def _build_textbook() -> dict[str, Any]:
+def _build_textbook(withheld: frozenset[str] = frozenset()) -> dict[str, Any]:
     # The bodies follow d2l 1.0.3 (argument names and defaults included), so that the book's code behaves as on the
-    # student's machine; only plotting (ProgressBoard.draw, so Module.plot) does nothing.
+    # student's machine; only plotting (ProgressBoard.draw, so Module.plot) does nothing. Where the book calls another
+    # of its answers, the call goes through answer() (reference, refusal or the book's, as d2l.<name> would).
     import inspect
     import math
 
@@ -354,7 +384,7 @@ def _build_textbook() -> dict[str, Any]:
         def forward(self, queries, keys, values, valid_lens=None):
             d = queries.shape[-1]
             scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
-            self.attention_weights = masked_softmax(scores, valid_lens)
+            self.attention_weights = answer("masked_softmax")(scores, valid_lens)
             return torch.bmm(self.dropout(self.attention_weights), values)
 
     class AdditiveAttention(nn.Module):
@@ -370,7 +400,7 @@ def _build_textbook() -> dict[str, Any]:
             queries, keys = self.W_q(queries), self.W_k(keys)
             features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))
             scores = self.w_v(features).squeeze(-1)
-            self.attention_weights = masked_softmax(scores, valid_lens)
+            self.attention_weights = answer("masked_softmax")(scores, valid_lens)
             return torch.bmm(self.dropout(self.attention_weights), values)
 
     class MultiHeadAttention(Module):
@@ -378,7 +408,7 @@ def _build_textbook() -> dict[str, Any]:
         def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
             super().__init__()
             self.num_heads = num_heads
-            self.attention = DotProductAttention(dropout)
+            self.attention = answer("DotProductAttention")(dropout)
             self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
             self.W_k = nn.LazyLinear(num_hiddens, bias=bias)
             self.W_v = nn.LazyLinear(num_hiddens, bias=bias)
@@ -459,6 +489,8 @@ def _build_textbook() -> dict[str, Any]:
         "DotProductAttention": DotProductAttention, "AdditiveAttention": AdditiveAttention,
         "MultiHeadAttention": MultiHeadAttention, "PositionalEncoding": PositionalEncoding,
     }
+    for name in withheld:  # the assignment's answers: not in the process at all (see textbook)
+        pieces.pop(name, None)
     for name, obj in pieces.items():  # named as d2l names them in reprs and pickles, not as locals of this function
         obj.__module__, obj.__qualname__ = "d2l.torch", name
     aliases: dict[str, Any] = {
@@ -563,10 +595,14 @@ class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def install(namespace: dict[str, Any], withheld: list[str], stubbed: dict[str, str], device: str = "cpu") -> Shell:
+def install(namespace: dict[str, Any], withheld: list[str] | dict[str, str], stubbed: dict[str, str],
+            device: str = "cpu") -> Shell:
+    """``withheld``: the names the assignment asks students to write, or a mapping of each to its question."""
     global DEVICE
     shell = Shell(namespace)
     D2lModule.withheld = frozenset(withheld)
+    D2lModule.withheld_by = {str(k): str(v) for k, v in withheld.items()} if isinstance(withheld, dict) else {}
+    REFUSED.clear()
     DEVICE = device
     tops = (*STUBBED_TOP_LEVEL, *stubbed)
     # Only when one of these packages was imported (a submodule comes with its package): the loop touches every

@@ -108,23 +108,23 @@ def decode(data: Any, store: ArrayStore) -> Any:
     return {k: decode(v, store) for k, v in data["dict"].items()}
 
 
-def same_input(recorded: Any, given: Any) -> bool:
-    """Whether ``given`` is the input that was recorded (arrays within SAME_INPUT_* of each other)."""
+def same_input(recorded: Any, given: Any, *, rtol: float = SAME_INPUT_RTOL, atol: float = SAME_INPUT_ATOL) -> bool:
+    """Whether ``given`` is the input that was recorded (arrays within ``rtol`` and ``atol`` of each other)."""
     if isinstance(recorded, np.ndarray) or isinstance(given, np.ndarray):
         a, b = np.asarray(recorded), np.asarray(given)
         if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
             return False
         if a.dtype.kind in "fc":
-            return bool(np.allclose(a, b, rtol=SAME_INPUT_RTOL, atol=SAME_INPUT_ATOL, equal_nan=True))
+            return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
         return bool(np.array_equal(a, b))
     if isinstance(recorded, (tuple, list)):
         return type(recorded) is type(given) and len(recorded) == len(given) and \
-            all(same_input(r, g) for r, g in zip(recorded, given))
+            all(same_input(r, g, rtol=rtol, atol=atol) for r, g in zip(recorded, given))
     if isinstance(recorded, dict):
         return isinstance(given, dict) and recorded.keys() == given.keys() and \
-            all(same_input(recorded[k], given[k]) for k in recorded)
+            all(same_input(recorded[k], given[k], rtol=rtol, atol=atol) for k in recorded)
     if isinstance(recorded, float) and isinstance(given, float):
-        return math.isclose(recorded, given, rel_tol=SAME_INPUT_RTOL, abs_tol=SAME_INPUT_ATOL) or \
+        return math.isclose(recorded, given, rel_tol=rtol, abs_tol=atol) or \
             (math.isnan(recorded) and math.isnan(given))
     return bool(recorded == given)
 

@@ -15,14 +15,12 @@ and inputs.
 from __future__ import annotations
 
 import importlib
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
-from grader.kit.bundle import ArrayStore, AsTensor, decode, encode
+from grader.kit.bundle import ArrayStore, AsTensor, decode, encode, same_input
 
 # The student's code computes the arguments in its own order of float32 operations: inputs this close to the model
 # solution's are the same inputs, and the reference's answers to them are within any check's tolerance.
@@ -97,22 +95,7 @@ def _comparable(value: Any) -> Any:
 
 
 def _same(recorded: Any, given: Any) -> bool:
-    if isinstance(recorded, np.ndarray) or isinstance(given, np.ndarray):
-        if not (isinstance(recorded, np.ndarray) and isinstance(given, np.ndarray)):
-            return False
-        if recorded.shape != given.shape or recorded.dtype.kind != given.dtype.kind:
-            return False
-        if recorded.dtype.kind in "fc":
-            return bool(np.allclose(given, recorded, rtol=RTOL, atol=ATOL, equal_nan=True))
-        return bool(np.array_equal(recorded, given))
-    if isinstance(recorded, list):
-        return isinstance(given, list) and len(recorded) == len(given) and all(map(_same, recorded, given))
-    if isinstance(recorded, dict):
-        return isinstance(given, dict) and recorded.keys() == given.keys() and \
-            all(_same(recorded[k], given[k]) for k in recorded)
-    if isinstance(recorded, float) and isinstance(given, (int, float)):
-        return math.isclose(recorded, given, rel_tol=RTOL, abs_tol=ATOL)
-    return type(recorded) is type(given) and recorded == given
+    return same_input(_comparable(recorded), _comparable(given), rtol=RTOL, atol=ATOL)
 
 
 def _answer(value: Any) -> Any:
@@ -157,7 +140,7 @@ class StandIns:
         def stand_in(*args: Any, **kwargs: Any) -> Any:
             given = _comparable(list(args)), _comparable(kwargs)
             for call in calls:
-                if _same(_comparable(call["args"]), given[0]) and _same(_comparable(call["kwargs"]), given[1]):
+                if _same(call["args"], given[0]) and _same(call["kwargs"], given[1]):
                     return _answer(call["returned"])
             if own is None or own is stand_in:
                 raise NameError(f"name '{name}' is not defined")
@@ -195,8 +178,7 @@ class StandIns:
             state = [torch.Tensor.detach(p).cpu().numpy() for _, p in self.named_parameters()]
             given = _comparable(list(args)), _comparable(kwargs)
             for call in forwards:
-                if _same(_comparable(call["state"]), state) and _same(_comparable(call["args"]), given[0]) \
-                        and _same(_comparable(call["kwargs"]), given[1]):
+                if _same(call["state"], state) and _same(call["args"], given[0]) and _same(call["kwargs"], given[1]):
                     return _answer(call["returned"])
             if isinstance(own, type) and issubclass(own, torch.nn.Module):
                 # The student's own forward on the reference's layers: the reference's answer when theirs is right.

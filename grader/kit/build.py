@@ -30,6 +30,7 @@ from grader.check.spec import Assignment, CheckSpec
 from grader.check.student import ReplayedCode, StudentCode
 from grader.check.variants import substituted
 from grader.discover.finder import submission_file
+from grader.discover.program import top_level_names
 from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute import isolation
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
@@ -200,16 +201,6 @@ def _pooled(calls: list[_Call], assignment: Assignment, question: str, store: Ar
     return list(pooled.values())
 
 
-def _top_level_names(path: Path) -> set[str]:
-    names: set[str] = set()
-    for statement in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(statement.name)
-        elif isinstance(statement, ast.Assign):
-            names |= {n.id for t in statement.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    return names
-
-
 def _provided_files(assignment: Assignment) -> list[Path]:
     """The provided files that define what public questions use but students do not write (a training harness):
     students may have those; a file that also defines an answer (the reference of a question graded with it) is
@@ -218,7 +209,7 @@ def _provided_files(assignment: Assignment) -> list[Path]:
     answers = set(assignment.withheld_names)
     files = []
     for path in assignment.provided_paths:
-        names = _top_level_names(path)
+        names = top_level_names(ast.parse(path.read_text(encoding="utf-8")))
         if names & wanted:
             if names & answers:
                 raise ConfigurationError(f"{assignment.name}: {path.name} defines {sorted(names & wanted)}, which the "

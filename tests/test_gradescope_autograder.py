@@ -90,7 +90,7 @@ def test_zip_holds_the_grader_and_this_assignment_only(autograder_zip: Path) -> 
             f"solutions/{ASSIGNMENT}/reference_numpy.py", f"solutions/{ASSIGNMENT}/provided.py"} <= names
     assert "torch==" in requirements
     # No other assignment's solutions, no tests or samples, no caches
-    assert {n.split("/")[1] for n in names if n.startswith("solutions/")} == {ASSIGNMENT}
+    assert {n.split("/")[1] for n in names if n.startswith("solutions/")} == {ASSIGNMENT, ".course-secret"}
     assert not [n for n in names if n.startswith(("tests/", "assignments/", "docs/", ".venv/", "out/"))]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     # The same sources give the same bytes
@@ -106,7 +106,7 @@ def test_zip_carries_provided_files_from_outside_the_solutions(tmp_path: Path) -
     names = set(zipfile.ZipFile(out).namelist())
     assert "assignments/practical10/reversal.py" in names
     assert not [n for n in names if n.startswith("assignments/") and n != "assignments/practical10/reversal.py"]
-    assert {n.split("/")[1] for n in names if n.startswith("solutions/")} == {"practical10"}
+    assert {n.split("/")[1] for n in names if n.startswith("solutions/")} == {"practical10", ".course-secret"}
 
 
 @pytest.mark.parametrize(("upload", "sample", "score"), [

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.kit.wheel import KIT_REQUIREMENTS, WHEEL_NAME
+from grader.kit.wheel import KIT_REQUIREMENTS
 
 from .conftest import ROOT
 
@@ -42,6 +42,11 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Path, str]]:
     return runs
 
 
+def _wheel(kit: Path) -> Path:
+    (wheel,) = kit.glob("attention_grader-*.whl")
+    return wheel
+
+
 def _digests(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -55,23 +60,24 @@ def test_kit_writes_the_templates_the_checks_and_the_wheel(builds: list[tuple[Pa
     data = json.loads((kit / "grader-kit" / "kit.json").read_text())
     assert data["assignment"] == NAME and len(data["checks"]) == 15
     assert (kit / "grader-kit" / "checks.py").is_file() and any((kit / "grader-kit" / "arrays").glob("*.npy"))
-    assert (kit / WHEEL_NAME).is_file()
-    assert not (ROOT / "assignments" / NAME / WHEEL_NAME).exists()  # the kit's, not copied back
+    assert _wheel(kit).name == f"attention_grader-{data['identity']['wheel']}-py3-none-any.whl"
+    assert not list((ROOT / "assignments" / NAME).glob("*.whl"))  # the kit's, not copied back
 
 
 def test_two_builds_give_the_same_bytes_wheel_included(builds: list[tuple[Path, str]]) -> None:
     (first, _), (second, _) = builds
     digests, again = _digests(first), _digests(second)
-    assert WHEEL_NAME in digests and "grader-kit/kit.json" in digests
+    assert _wheel(first).name in digests and "grader-kit/kit.json" in digests
     assert sorted(digests) == sorted(again)
     # The wheel too: its entries have fixed timestamps (a source edited between the builds would differ, of course).
     assert [name for name in digests if digests[name] != again[name]] == []
 
 
 def test_the_wheel_requires_what_the_kit_imports_and_its_record_holds(builds: list[tuple[Path, str]]) -> None:
-    with zipfile.ZipFile(builds[0][0] / WHEEL_NAME) as wheel:
+    version = json.loads((builds[0][0] / "grader-kit" / "kit.json").read_text())["identity"]["wheel"]
+    with zipfile.ZipFile(_wheel(builds[0][0])) as wheel:
         names = wheel.namelist()
-        info = "attention_grader-0.1.0.dist-info"
+        info = f"attention_grader-{version}.dist-info"
         metadata = wheel.read(f"{info}/METADATA").decode()
         head = metadata.partition("\n\n")[0].splitlines()
         assert [line.removeprefix("Requires-Dist: ") for line in head if line.startswith("Requires-Dist:")] == \
@@ -109,7 +115,11 @@ def noting(name, globals=None, locals=None, fromlist=(), level=0):
 
 
 builtins.__import__ = noting
-runpy.run_path(sys.argv[1], run_name="__main__")
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+    status = 0
+except SystemExit as stop:  # the check's verdict, passed on below once the probe has said what it saw
+    status = stop.code
 builtins.__import__ = _import
 import grader
 
@@ -122,6 +132,7 @@ owners = importlib.metadata.packages_distributions()
 third_party = {d.lower() for m in imported - set(sys.stdlib_module_names) - {"grader"} for d in owners.get(m, [m])}
 print(json.dumps({"grader": grader.__file__, "solutions": reachable, "path": sys.path,
                   "third_party": sorted(third_party)}))
+sys.exit(status)
 """
 
 
@@ -133,15 +144,16 @@ def student(builds: list[tuple[Path, str]], tmp_path_factory: pytest.TempPathFac
     kit = home / NAME
     shutil.copytree(builds[0][0], kit)
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "--no-deps", "--no-index", "--target", str(home / "site"), str(kit / WHEEL_NAME)],
+                           "--no-deps", "--no-index", "--target", str(home / "site"), str(_wheel(kit))],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     (home / "probe.py").write_text(PROBE)
     return kit
 
 
-def _run_as_student(kit: Path, submission: Path) -> tuple[str, dict[str, object]]:
-    """The student's file: their code (a submission) and, at its end, the check the kit's .py template ends with."""
+def _run_as_student(kit: Path, submission: Path, *, status: int = 0) -> tuple[str, dict[str, object]]:
+    """The student's file: their code (a submission) and, at its end, the check the kit's .py template ends with;
+    ``status``: the exit status `python` must end with (1 when a check fails)."""
     template = (kit / f"{NAME}.py").read_text()
     check = template[template.rindex("# %%\n"):]
     assert "from grader.kit import check" in check
@@ -152,7 +164,7 @@ def _run_as_student(kit: Path, submission: Path) -> tuple[str, dict[str, object]
     # PYTHONPATH comes first, and the probe shows which one ran.
     done = subprocess.run([sys.executable, str(kit.parent / "probe.py"), mine.name], capture_output=True, text=True,
                           timeout=300, cwd=kit, env={**env, "PYTHONPATH": str(kit.parent / "site")})
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == status, done.stdout[-3000:] + done.stderr[-3000:]
     printed, _, probe = done.stdout.rstrip().rpartition("\n")
     found = json.loads(probe)
     assert Path(found["grader"]).is_relative_to(kit.parent / "site")
@@ -175,7 +187,7 @@ def test_a_student_checks_a_correct_file_with_the_kit_alone(student: Path) -> No
 
 
 def test_a_student_sees_what_is_wrong_with_a_wrong_file(student: Path) -> None:
-    printed, _ = _run_as_student(student, SUBMISSIONS / "mistake_softmax_axis.py")
+    printed, _ = _run_as_student(student, SUBMISSIONS / "mistake_softmax_axis.py", status=1)
     summary = next(line for line in printed.splitlines() if line.startswith("q1 "))
     assert " 0 / 13 " in summary and summary.endswith("0 of 3 public checks passed"), summary
     assert "FAILED  textbook example" in printed
@@ -191,5 +203,128 @@ def test_assign_writes_the_kits_after_the_templates(tmp_path: Path) -> None:
     assert lines[0].startswith(f"{NAME}: wrote ") and lines[1].startswith(f"{NAME}: wrote {tmp_path / 'dist' / NAME}/")
     kit = tmp_path / "dist" / NAME
     assert (kit / f"{NAME}.ipynb").read_bytes() == (ROOT / "assignments" / NAME / f"{NAME}.ipynb").read_bytes()
-    assert (kit / "grader-kit" / "kit.json").is_file() and (kit / WHEEL_NAME).is_file()
-    assert _grader("assign", NAME, "--check").stdout.startswith("Templates up to date")
+    assert (kit / "grader-kit" / "kit.json").is_file() and _wheel(kit).is_file()
+    done = _grader("assign", NAME, "--check", "--out", str(tmp_path / "assignments"),
+                   "--kit-out", str(tmp_path / "dist"))
+    assert done.returncode == 0 and done.stdout.startswith("Templates up to date"), done.stderr
+
+
+def _points_changed(tmp_path: Path) -> Path:
+    """A copy of the course's solutions in which one public check is worth 2 points more."""
+    solutions = tmp_path / "solutions"
+    shutil.copytree(ROOT / "solutions", solutions, ignore=shutil.ignore_patterns("__pycache__"))
+    checks = solutions / NAME / "checks.py"
+    source = checks.read_text()
+    marker = '@check("q1", points='
+    at = source.index(marker) + len(marker)
+    points = source[at:source.index(",", at)]
+    checks.write_text(source[:at] + str(int(points) + 2) + source[source.index(",", at):])
+    return solutions
+
+
+def test_a_rebuilt_kit_has_a_new_identity_wheel_and_assign_check_reports_the_old(
+        builds: list[tuple[Path, str]], tmp_path: Path) -> None:
+    kit = builds[0][0]
+    identity = json.loads((kit / "grader-kit" / "kit.json").read_text())["identity"]
+    assert identity["assignment"] == NAME and identity["version"] == "1" and len(identity["digest"]) == 64
+    assert identity["wheel"].startswith("0.1.0+k")
+    solutions = _points_changed(tmp_path)
+    # The kit built from today's checks is older than the changed ones: named, exit 1.
+    done = _grader("assign", NAME, "--check", "--solutions", str(solutions), "--kit-out", str(kit.parent))
+    assert done.returncode == 1 and f"kit out of date: {kit}" in done.stderr, done.stderr
+    rebuilt = tmp_path / "dist"
+    done = _grader("kit", NAME, "--solutions", str(solutions), "--out", str(rebuilt))
+    assert done.returncode == 0, done.stderr
+    again = json.loads((rebuilt / NAME / "grader-kit" / "kit.json").read_text())["identity"]
+    assert again["digest"] != identity["digest"] and again["sources"] != identity["sources"]
+    assert again["wheel"] != identity["wheel"] and _wheel(rebuilt / NAME).name != _wheel(kit).name
+    done = _grader("assign", NAME, "--check", "--solutions", str(solutions), "--kit-out", str(rebuilt))
+    assert done.returncode == 0, done.stderr
+
+
+VERSION = "import importlib.metadata as m; print(m.version('attention_grader'))"
+
+
+def test_pip_replaces_an_installed_kit_wheel_with_a_newer_one(builds: list[tuple[Path, str]], tmp_path: Path) -> None:
+    """The student's environment (a venv) has the old wheel; the newer one is installed over it, not skipped."""
+    from grader.kit.wheel import build_package, write_wheel
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    old = _wheel(builds[0][0])
+    new = write_wheel(build_package(), tmp_path, "0.1.0+k0000000000")
+
+    def install(wheel: Path) -> str:
+        done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                               "--no-index", "--disable-pip-version-check", str(wheel)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        shown = subprocess.run([str(python), "-c", VERSION], capture_output=True, text=True, timeout=60)
+        return shown.stdout.strip()
+
+    assert install(old) == old.name.split("-")[1]
+    assert install(new) == "0.1.0+k0000000000"
+
+
+def test_a_check_shows_its_kit_and_says_when_the_installed_wheel_is_another(student: Path) -> None:
+    data = json.loads((student / "grader-kit" / "kit.json").read_text())
+    identity = dict(data["identity"])
+    printed, _ = _run_as_student(student, SUBMISSIONS / "einsum_style.py")
+    assert f"with kit {NAME} 1 · {identity['digest'][:8]}." in printed.splitlines()[-1]
+    assert "This kit came with grader" not in printed
+    mismatched = student.parent / "mismatched"
+    shutil.copytree(student, mismatched)
+    data["identity"]["wheel"] = "0.1.0+kffffffffff"
+    (mismatched / "grader-kit" / "kit.json").write_text(json.dumps(data))
+    printed, _ = _run_as_student(mismatched, SUBMISSIONS / "einsum_style.py")
+    assert f"This kit came with grader 0.1.0+kffffffffff, but grader {identity['wheel']} is installed" in printed
+
+
+# Course-side code a student's wheel must not hold: the commands (and `python -m grader`), the class pipeline and
+# exports, `grader new`'s scaffold, the sandbox's d2l stand-in (the textbook's answers), the similarity report's copy
+# of the textbook, how kits are built.
+NOT_SHIPPED = ("grader/cli/", "grader/__main__.py", "grader/pipeline/", "grader/export/", "grader/adjust/",
+               "grader/record/", "grader/assign/", "grader/similar/", "grader/execute/child/stubs.py",
+               "grader/execute/child/main.py", "grader/execute/child/zygote.py", "grader/kit/build.py",
+               "grader/kit/derive.py", "grader/kit/wheel.py", "grader/storage.py")
+
+
+ATTENTION_WORDS = ("softmax", "@", "tanh", "bmm", "matmul", "exp(", "mask", "attention", "scores", "weights",
+                   "valid_lens", "queries", "keys", "values")
+
+
+def _answer_lines() -> set[str]:
+    """Lines of every reference and variant, and of the textbook copies the course side keeps, that compute
+    something of attention's (not an import, a comment or a common statement such as making a folder)."""
+    sources = [*ROOT.glob("solutions/*/reference_*.py"), *ROOT.glob("solutions/*/variants.py"),
+               ROOT / "grader" / "execute" / "child" / "stubs.py", ROOT / "grader" / "similar" / "textbook.py",
+               *ROOT.glob("grader/assign/scaffold*.py")]
+    lines = set()
+    for path in sources:
+        for line in path.read_text().splitlines():
+            text = line.strip()
+            if len(text) >= 40 and not text.startswith(("#", "import ", "from ", '"""', "def __init__(self")) \
+                    and any(word in text for word in ATTENTION_WORDS):
+                lines.add(text)
+    return lines
+
+
+def test_the_wheel_holds_what_the_kit_runs_and_no_answer(builds: list[tuple[Path, str]]) -> None:
+    from grader.kit.wheel import shipped_modules
+
+    modules = shipped_modules()
+    assert {"grader.kit.runner", "grader.check.runner", "grader.execute.child.calls"} <= modules
+    with zipfile.ZipFile(_wheel(builds[0][0])) as wheel:
+        names = [n for n in wheel.namelist() if not n.split("/")[0].endswith(".dist-info")]
+        texts = {n: wheel.read(n).decode() for n in names}
+    allowed = {f"{m.replace('.', '/')}{'/__init__' if (ROOT / m.replace('.', '/')).is_dir() else ''}.py"
+               for m in modules}
+    code = {n for n in names if n.endswith(".py")}
+    assert code == allowed
+    assert {n for n in names if not n.endswith(".py")} == \
+        {f"grader/templates/{p.name}" for p in (ROOT / "templates").iterdir() if p.is_file()}
+    assert [n for n in names if n.startswith(NOT_SHIPPED)] == []
+    answers = _answer_lines()
+    assert len(answers) > 100
+    assert [(name, line) for name, text in texts.items() for line in answers if line in text] == []

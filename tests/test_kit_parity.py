@@ -40,7 +40,9 @@ WITH_VARIANTS = set(with_variants())
 
 
 def samples(name: str) -> list[Path]:
-    files = [*(SUBMISSIONS / name).iterdir(), *(SUBMISSIONS / "real_style" / name).iterdir()]
+    """The assignment's samples, and its real-style files when it has some (a new assignment has none yet)."""
+    folders = [SUBMISSIONS / name, SUBMISSIONS / "real_style" / name]
+    files = [p for folder in folders if folder.is_dir() for p in folder.iterdir()]
     return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ipynb"))
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.check.load import load_assignment
 from grader.check.seeds import check_seed
 from grader.pipeline import grade_class
 from grader.pipeline.gradescope_run import grade_gradescope_submission
@@ -34,8 +35,9 @@ def students(tmp_path: Path) -> dict[str, str]:
     (folder / f"{names['always']}.py").write_text(CORRECT + "\nalways_fails = True\n")
     (folder / f"{names['steady']}.py").write_text(CORRECT)
     yield names
+    key = load_assignment("flaky", solutions_dir=FIXTURE_SOLUTIONS).seed_key
     for name in names.values():
-        (FLAKES / str(check_seed("flaky", name, "q1.scale", HIDDEN))).unlink(missing_ok=True)
+        (FLAKES / str(check_seed("flaky", name, "q1.scale", HIDDEN, key))).unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("job_processes", [False, True], ids=["threads", "job processes"])

@@ -7,6 +7,7 @@ once hidden; the attention_scoring sample class shows the same on the real check
 
 from __future__ import annotations
 
+import contextlib
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,8 +41,8 @@ SOFTMAX_OVER_COLUMNS = """
         return torch.softmax(X, dim=0)
 """
 CORRECT = SOFTMAX_OVER_COLUMNS.replace("dim=0", "dim=-1")
-# Wrong on the graded sizes (4 x 4 and 6 x 4 for the student "student"); dies on anything under 3 x 3, which only the
-# search for a smaller case sends.
+# Wrong on the graded sizes (at least 3 x 3: `grade` picks a student whose hidden case is, and the public case is
+# 6 x 5); dies on anything under 3 x 3, which only the search for a smaller case sends.
 DIES_WHEN_SMALL = """
     import os
     import torch
@@ -59,12 +60,52 @@ def shrink() -> Assignment:
     return load_assignment("shrink", solutions_dir=FIXTURE_SOLUTIONS)
 
 
+class _Drawn(Exception):
+    """The check has drawn its sizes and called the student's code."""
+
+
+class SizesOnly:  # what CheckContext needs of the student's code to draw sizes; any call ends the check
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.replies: list = []
+
+    def start_check(self) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> object:
+        raise _Drawn(name)
+
+
 def submission(tmp_path: Path, source: str, name: str = "student") -> Submission:
     path = write(tmp_path, f"{name}.py", source)
     return Submission(path.stem, path, "python", datetime.now(UTC))
 
 
-def grade(tmp_path: Path, shrink: Assignment, source: str, name: str = "student") -> SubmissionResult:
+def drawn_sizes(assignment: Assignment, student: str, check_id: str) -> dict[str, int]:
+    """The sizes ``check_id`` draws for ``student`` (with the course's secret, as graded): the check run until it
+    calls the student's code, which this stand-in does not answer."""
+    spec = next(c for c in assignment.checks if c.id == check_id)
+    seed = check_seed(assignment.name, student, check_id, spec.visibility, assignment.seed_key)
+    ctx = CheckContext(student=SizesOnly(), seed=seed)  # type: ignore[arg-type]
+    with contextlib.suppress(_Drawn):
+        spec.run(ctx)
+    return dict(ctx.drawn)
+
+
+def student_with_room(assignment: Assignment, check_id: str, minimum: dict[str, int]) -> str:
+    """A student id whose hidden draw of ``check_id`` is at least ``minimum`` in each size: hidden cases are keyed
+    with the course's secret, so which id draws what is found, not written down."""
+    for number in range(500):
+        name = f"student{number}"
+        drawn = drawn_sizes(assignment, name, check_id)
+        if all(drawn[size] >= low for size, low in minimum.items()):
+            return name
+    raise AssertionError(f"no student id under 500 draws {minimum} for {check_id}")
+
+
+def grade(tmp_path: Path, shrink: Assignment, source: str, name: str | None = None) -> SubmissionResult:
+    """Graded as a student whose hidden case is at least 3 x 3 (room to shrink; DIES_WHEN_SMALL runs there)."""
+    name = name or student_with_room(shrink, "q1.random_hidden", {"rows": 3, "cols": 3})
     return grade_submission(submission=submission(tmp_path, source, name), assignment=shrink, root=tmp_path)
 
 
@@ -83,7 +124,7 @@ def rerun_fails(assignment: Assignment, sub: Submission, check_id: str, sizes: d
         assert runner.process is not None
         files = [f.wire() for f in assignment.provided_files] if question.provided_names else []
         with runner.process.question(provided_files=files, provided_names=question.provided_names) as session:
-            seed = check_seed(assignment.name, sub.student, check_id, spec.visibility)
+            seed = check_seed(assignment.name, sub.student, check_id, spec.visibility, assignment.seed_key)
             run, failure = run_at_sizes(spec, seed, StudentCode(session), sizes)
         assert run.drawn == sizes
         return failure is not None
@@ -183,7 +224,7 @@ def test_the_smallest_case_is_deterministic_and_fails_again_at_exactly_its_sizes
     assert [c.smallest for c in first.checks] == [c.smallest for c in again.checks]
     smallest = checks_of(first)["q1.random_hidden"].smallest
     assert smallest is not None
-    sub = submission(tmp_path, SOFTMAX_OVER_COLUMNS)
+    sub = submission(tmp_path, SOFTMAX_OVER_COLUMNS, first.student)
     assert rerun_fails(shrink, sub, "q1.random_hidden", dict(smallest.sizes))
     # Both at the check's own minimum (one row, two columns): the search goes no lower.
     assert smallest.sizes == (("rows", 1), ("cols", 2))
@@ -222,23 +263,27 @@ def sample_page(run: ClassRun, student: str, name: str = "report.html") -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("student", "check_id"), [("mistake_softmax_axis", "q1.random_1d"),
-                                                   ("mistake_ignores_2d", "q1.random_2d")])
+@pytest.mark.parametrize(("sample", "check_id"), [("mistake_softmax_axis", "q1.random_1d"),
+                                                  ("mistake_ignores_2d", "q1.random_2d")])
 def test_a_sample_mistake_has_a_smaller_failing_case_that_fails_again_and_stays_hidden(
-        sample_run: ClassRun, student: str, check_id: str) -> None:
-    result = by_student(sample_run)[student]
+        tmp_path: Path, sample: str, check_id: str) -> None:
+    assignment = load_assignment("attention_scoring")
+    # Graded as a student whose hidden case is above the check's minimum, so that there is a smaller one to find.
+    student = student_with_room(assignment, check_id, {"batch": 3, "queries": 3, "keys": 3})
+    sub = Submission(student, SAMPLES / f"{sample}.py", "python", datetime.now(UTC))
+    result = grade_submission(submission=sub, assignment=assignment, root=SAMPLES)
     check = checks_of(result)[check_id]
     smallest = check.smallest
     assert check.status == "failed" and check.visibility == "hidden" and smallest is not None
     sizes, original = dict(smallest.sizes), dict(smallest.original)
     assert sizes.keys() == original.keys() == {"batch", "queries", "keys"}
+    assert original == drawn_sizes(assignment, student, check_id)
     assert all(sizes[n] <= original[n] for n in sizes) and any(sizes[n] < original[n] for n in sizes)
-    if student == "mistake_softmax_axis":  # the check's generic minimum: at least 2 each, batch, queries, keys distinct
+    if sample == "mistake_softmax_axis":  # the check's generic minimum: at least 2 each, batch, queries, keys distinct
         assert smallest.sizes == (("batch", 2), ("queries", 3), ("keys", 4))
-    assignment = load_assignment("attention_scoring")
-    sub = Submission(student, SAMPLES / f"{student}.py", "python", datetime.now(UTC))
     assert rerun_fails(assignment, sub, check_id, sizes)
-    report, instructor = sample_page(sample_run, student), sample_page(sample_run, student, "instructor.html")
+    report = render_student_report(result, title=assignment.title)
+    instructor = render_instructor_report(result, title=assignment.title, submission=sub)
     assert f"<strong>Smallest failing case:</strong> {smallest.text}.\n" in report
     for secret in (*smallest.trace, smallest.detail, SmallestCase.describe(smallest.original)):
         assert str(escape(secret)) not in report

@@ -83,6 +83,8 @@ def measure(assignment: str) -> dict[str, Margins]:
     with recording(margins), tempfile.TemporaryDirectory() as out:
         for folder in (ROOT / "tests" / "submissions" / assignment, ROOT / "tests" / "submissions" / "real_style" /
                        assignment):
+            if not folder.is_dir():  # a new assignment has no real-style files yet
+                continue
             grade_class(assignment=assignment, submissions_dir=folder, out_dir=Path(out) / folder.parent.name,
                         job_processes=False, force=True)
     return margins

@@ -199,9 +199,13 @@ def translate(model: Seq2Seq, string: str) -> tuple[str, torch.Tensor | None]:
 
 
 def plot_attention(weights: torch.Tensor, source: str, predicted: str) -> None:
-    """A heatmap of ``translate``'s weights, source characters across, output characters down."""
-    import matplotlib.pyplot as plt
-
+    """A heatmap of ``translate``'s weights, source characters across, output characters down (with matplotlib;
+    without it, says so: nothing else here needs it)."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib is not installed: no picture; pip install matplotlib to see it)")
+        return
     _, ax = plt.subplots(figsize=(4, 4))
     ax.imshow(weights.detach().numpy(), cmap="viridis")
     ax.set_xticks(range(len(source)), list(source))

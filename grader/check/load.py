@@ -9,6 +9,7 @@ import types
 from pathlib import Path
 
 from grader.check.named_mistakes import check_named_mistakes
+from grader.check.seeds import course_secret
 from grader.check.spec import Assignment
 from grader.errors import ConfigurationError
 from grader.paths import SOLUTIONS_DIR
@@ -66,6 +67,7 @@ def load_assignment(name: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> Assign
     if not isinstance(assignment, Assignment):
         raise ConfigurationError(f"{solutions_dir / name / 'checks.py'} does not define ASSIGNMENT = Assignment(...)")
     assignment.folder = (solutions_dir / name).resolve()
+    assignment.seed_key = course_secret(solutions_dir)
     if (assignment.folder / "variants.py").is_file():  # registers the known-wrong variants with ASSIGNMENT
         load_solution_module(name, "variants", solutions_dir=solutions_dir)
     assignment.validate()

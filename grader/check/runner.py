@@ -381,7 +381,7 @@ class SubmissionRunner:
         return smallest_case(check, seed, code, failed, deadline=self.deadline, lost=self.close)
 
     def _seed(self, check: CheckSpec) -> int:
-        return check_seed(self.assignment.name, self.student, check.id, check.visibility)
+        return check_seed(self.assignment.name, self.student, check.id, check.visibility, self.assignment.seed_key)
 
     def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
         seed = self._seed(check)

@@ -110,9 +110,13 @@ class Assignment:
     def __init__(self, *, name: str, title: str, questions: Sequence[Question],
                  written: Sequence[WrittenQuestion] = (), provided: str | Path | Sequence[str | Path] = (),
                  limits: Limits | None = None, stubbed_modules: Mapping[str, str] | None = None,
-                 deadline: str | datetime | None = None, late: LatePolicy | None = None) -> None:
+                 deadline: str | datetime | None = None, late: LatePolicy | None = None,
+                 version: str = "1") -> None:
         self.name = name
         self.title = title
+        # Bumped by the instructor when the assignment changes in a way students should notice; a student kit shows
+        # it beside a digest of what it holds (grader/kit/identity.py).
+        self.version = version
         self.questions = tuple(questions)
         self.written = tuple(written)
         # Files (relative to the solutions folder, or absolute) whose names questions may provide: run in the
@@ -131,6 +135,7 @@ class Assignment:
         self.checks: list[CheckSpec] = []
         self.variants: list[Variant] = []  # known-wrong versions of the references (grader/check/variants.py)
         self.folder: Path | None = None  # set by the loader
+        self.seed_key = b""  # the course's secret for hidden checks' seeds (grader/check/seeds.py): the loader's
 
     def check(self, question: str, *, points: float, visibility: str = PUBLIC,
               title: str | None = None) -> Callable[[CheckFunction], CheckFunction]:

@@ -9,8 +9,25 @@ from pathlib import Path
 
 from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source, write_templates
 from grader.cli.kit import KITS_DIR, shown, write_kits
+from grader.cli.new import asked_elsewhere
 from grader.errors import ConfigurationError
 from grader.paths import ASSIGNMENTS_DIR, SOLUTIONS_DIR
+
+
+def stale_kit(name: str, solutions: Path, assignments: Path, kits: Path) -> Path | None:
+    """The kit of ``name`` in ``kits`` when it was built from other course files than today's (None when there is
+    no kit there, or it is current)."""
+    from grader.check.load import load_assignment
+    from grader.kit.bundle import KIT_FILE, KIT_FOLDER, read_json
+    from grader.kit.identity import sources_digest
+
+    data_file = kits / name / KIT_FOLDER / KIT_FILE
+    if not data_file.is_file():
+        return None
+    recorded = read_json(data_file).get("identity", {}).get("sources")
+    spec = load_assignment(name, solutions_dir=solutions)
+    return None if recorded == sources_digest(solutions / name, assignments / name, spec.provided_paths) \
+        else kits / name
 
 
 def _assign(args: argparse.Namespace) -> int:
@@ -23,13 +40,23 @@ def _assign(args: argparse.Namespace) -> int:
                                                                       assignments_dir=assignments)]
         for path in stale:
             print(f"{'out of date' if path.exists() else 'missing'}: {shown(path)}", file=sys.stderr)
+        old_kits = [kit for name in names if (kit := stale_kit(name, solutions, assignments, Path(args.kit_out)))]
+        for kit in old_kits:
+            print(f"kit out of date: {shown(kit)} was recorded from other course files than there are now",
+                  file=sys.stderr)
+        command = " ".join(["grader assign", *args.assignment])
         if stale:
-            command = " ".join(["grader assign", *args.assignment])
             print(f"error: {len(stale)} template(s) differ from what {SOLUTION_SOURCE} gives: run `{command}` and "
                   "commit the result", file=sys.stderr)
+        if old_kits:
+            print(f"error: {len(old_kits)} student kit(s) are older than their checks, references or templates: run "
+                  f"`{command}` (or `grader kit`) and hand the new kits out", file=sys.stderr)
+        if stale or old_kits:
             return 1
         print(f"Templates up to date: {', '.join(names)}")
         return 0
+    for warning in asked_elsewhere(names, solutions):
+        print(warning, file=sys.stderr)
     for name in names:
         written = write_templates(name, solutions_dir=solutions, assignments_dir=assignments)
         source = shown(solutions / name / SOLUTION_SOURCE)

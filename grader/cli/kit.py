@@ -8,8 +8,6 @@ A kit is the folder a student is given: the templates (and the assignment's othe
 from __future__ import annotations
 
 import argparse
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,21 +25,33 @@ def shown(path: Path) -> str:
 
 def write_kits(names: Sequence[str], *, solutions: Path, assignments: Path, out: Path, wheel: bool = True,
                sandbox: str = "auto") -> list[Path]:
-    """Build the kit of each assignment in ``names`` into ``out``, printing what each holds; returns the folders."""
-    from grader.kit.build import build_kit  # the sandbox's machinery: only when kits are written
-    from grader.kit.wheel import build_wheel
+    """Build the kit of each assignment in ``names`` into ``out``, printing what each holds; returns the folders.
 
-    kits = []
-    with tempfile.TemporaryDirectory(prefix="grader-kit-") as work:
-        # One wheel for every kit: the same grader, and pip's build is the slow part.
-        built = build_wheel(Path(work)) if wheel else None
-        for name in names:
-            kit = build_kit(name, solutions_dir=solutions, assignments_dir=assignments, out_dir=out, sandbox=sandbox)
-            if built is not None:
-                shutil.copyfile(built, kit / built.name)
-            files = sorted(p.name + ("/" if p.is_dir() else "") for p in kit.iterdir())
-            print(f"{name}: wrote {shown(kit)}/ ({', '.join(files)})")
-            kits.append(kit)
+    One wheel for every kit of the run (the same grader; pip's build is the slow part), whose version names the
+    kits built with it (grader/kit/identity.py), written into each kit's identity and guide."""
+    from grader.kit.build import KIT_GUIDE, build_kit  # the sandbox's machinery: only when kits are written
+    from grader.kit.bundle import KIT_FILE, KIT_FOLDER, read_json, write_json
+    from grader.kit.wheel import WHEEL_NAME, build_package, wheel_version, write_wheel
+
+    kits = [build_kit(name, solutions_dir=solutions, assignments_dir=assignments, out_dir=out, sandbox=sandbox)
+            for name in names]
+    if wheel:
+        package = build_package()
+        identities = [read_json(kit / KIT_FOLDER / KIT_FILE)["identity"]["digest"] for kit in kits]
+        version = wheel_version(package, identities)
+        for kit in kits:
+            for older in kit.glob("attention_grader-*.whl"):  # an earlier build's, which would be installed by mistake
+                older.unlink()
+            built = write_wheel(package, kit, version)
+            data = read_json(kit / KIT_FOLDER / KIT_FILE)
+            data["identity"]["wheel"] = version
+            write_json(kit / KIT_FOLDER / KIT_FILE, data)
+            guide = kit / KIT_GUIDE
+            if guide.is_file():
+                guide.write_text(guide.read_text(encoding="utf-8").replace(WHEEL_NAME, built.name), encoding="utf-8")
+    for name, kit in zip(names, kits, strict=True):
+        files = sorted(p.name + ("/" if p.is_dir() else "") for p in kit.iterdir())
+        print(f"{name}: wrote {shown(kit)}/ ({', '.join(files)})")
     return kits
 
 

@@ -4,6 +4,8 @@ made into the real one: its solution notebook, references, checks, a known mista
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from grader.assign.scaffold import SAMPLE, scaffold
@@ -13,12 +15,23 @@ from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
 SUBMISSIONS_DIR = PROJECT_ROOT / "tests" / "submissions"
 
 
+def asked_elsewhere(names: Sequence[str], solutions: Path) -> list[str]:
+    """Warnings for the names ``names``' assignments ask for that another assignment in ``solutions`` asks for."""
+    from grader.check.load import available_assignments, load_assignment
+    from grader.discover.assignment_of import shared_name_warnings
+
+    asked = {n: load_assignment(n, solutions_dir=solutions).withheld_names for n in available_assignments(solutions)}
+    return shared_name_warnings(asked, involving=names)
+
+
 def _new(args: argparse.Namespace) -> int:
     name = args.name
     written = scaffold(name, solutions_dir=Path(args.solutions), assignments_dir=Path(args.assignments),
                        submissions_dir=Path(args.submissions))
     for path in written:
         print(f"wrote {shown(path)}")
+    for warning in asked_elsewhere([name], Path(args.solutions)):
+        print(warning, file=sys.stderr)
     sample = shown(Path(args.submissions) / name / SAMPLE)
     print(f"\n{name}: a complete assignment (a softmax that ignores padding) to replace with yours, keeping its "
           f"shape. Edit solution.ipynb, then run `grader assign {name}`; change reference_numpy.py, checks.py and "

@@ -77,6 +77,32 @@ def infer_assignment(path: Path, *, available: Sequence[str], asks_for: Callable
                                  f"an assignment asks for; name it with --assignment ({which})")
     best = max(shares.values())
     winners = sorted(name for name, share in shares.items() if share == best)
+    if len(winners) == 1 and found:
+        # A larger share is no answer when every name the file defines for the winner is one another assignment
+        # asks for too (practical10's self_attention, and a new assignment's): nothing in the file tells them apart.
+        mine = set(asks_for(winners[0])) & found
+        winners += sorted(name for name in shares if name != winners[0] and mine <= set(asks_for(name)))
+        if len(winners) > 1:
+            shared, choices = ", ".join(sorted(mine)), " or ".join(sorted(winners))
+            raise ConfigurationError(f"{path.name} could be for {choices} (each asks for {shared}): name it with "
+                                     "--assignment")
     if len(winners) > 1:
         raise ConfigurationError(f"{path.name} could be for {' or '.join(winners)}: name it with --assignment")
     return winners[0]
+
+
+def shared_names(asked: dict[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Each name that more than one assignment asks for -> those assignments (``asked``: assignment -> its names)."""
+    askers: dict[str, list[str]] = {}
+    for assignment, names in sorted(asked.items()):
+        for name in sorted(set(names)):
+            askers.setdefault(name, []).append(assignment)
+    return {name: who for name, who in askers.items() if len(who) > 1}
+
+
+def shared_name_warnings(asked: dict[str, Sequence[str]], *, involving: Sequence[str] = ()) -> list[str]:
+    """A warning per name several assignments ask for (only those involving ``involving``, when given)."""
+    return [f"warning: {name} is asked for by {' and '.join(who)}: `grader check` on a file that defines only such "
+            "names asks for --assignment (the notebooks `grader assign` writes name their assignment, and a file "
+            "named after its assignment is told by its name)"
+            for name, who in shared_names(asked).items() if not involving or set(who) & set(involving)]

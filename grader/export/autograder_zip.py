@@ -7,6 +7,7 @@ Gradescope's autograder format: a zip with ``setup.sh`` (run once, as root, when
 - ``grader/`` (the package, caches left out), ``templates/``, ``requirements.txt`` and ``pyproject.toml``;
 - ``solutions/<assignment>/``: this assignment's references, checks and variants, and the provided files its checks
   name elsewhere in the project (practical10's harness in ``assignments/``), at the same paths;
+- ``solutions/.course-secret``: the course's secret, so that Gradescope draws the hidden cases this machine draws;
 - ``autograder.json``: which assignment, and which grader built the zip.
 
 No other assignment's solutions, no tests, no sample submissions. The same sources give the same bytes (entries in
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.check.load import load_assignment
+from grader.check.seeds import SECRET_FILE
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer
 from grader.paths import PROJECT_ROOT, SOLUTIONS_DIR, TEMPLATES_DIR
@@ -62,6 +64,9 @@ def zip_members(assignment: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> dict
     members |= {name: PROJECT_ROOT / name for name in PROJECT_FILES}
     # In the container solutions/ is where the grader looks, whichever folder they came from here.
     members |= _tree(spec.folder, f"solutions/{assignment}")
+    # The course's secret: Gradescope's server must draw the hidden cases this machine draws (the zip is the
+    # instructor's, uploaded to Gradescope; students never see it).
+    members[f"solutions/{SECRET_FILE}"] = spec.folder.parent / SECRET_FILE
     for path in spec.provided_paths:
         if path.is_relative_to(spec.folder):
             continue

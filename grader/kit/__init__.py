@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,8 @@ def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Pat
     result = run_kit(loaded, namespace, questions)
     unchecked = tuple(item for item in loaded.unchecked if not questions or item[0] in questions)
     return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started,
-                     grader_only_notes(loaded, questions))
+                     grader_only_notes(loaded, questions),
+                     loaded.identity.label() if loaded.identity else "")
 
 
 def _in_kernel() -> bool:
@@ -42,14 +44,26 @@ def _in_kernel() -> bool:
     return shell is not None and getattr(shell, "get_ipython", lambda: None)() is not None
 
 
+def _script_top_level(frame: types.FrameType) -> bool:
+    """Whether ``frame`` is the top level of the file Python was started with (``python attention_scoring.py``)."""
+    return frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
+
+
 def check(*questions: str, kit: str | Path | None = None) -> KitReport | None:
     """Check your work: the public checks of ``questions`` ("q1", ...; all when none), shown inline in a notebook
-    and printed in a terminal. Returns the report when not in a notebook (a script may look at ``.passed``)."""
-    report = run(*questions, namespace=sys._getframe(1).f_globals, kit=kit)
+    and printed in a terminal. Returns the report when not in a notebook (a script may look at ``.passed``).
+
+    Called at the top level of a file run with ``python``, as the templates end, a check that does not pass ends
+    the run with exit status 1 once the report is printed, so that a shell, a script or CI can tell."""
+    caller = sys._getframe(1)
+    report = run(*questions, namespace=caller.f_globals, kit=kit)
     if _in_kernel():
         from IPython.display import display
 
         display(report)
         return None
     print(report)
+    if not report.passed and _script_top_level(caller):
+        sys.stdout.flush()
+        raise SystemExit(1)
     return report

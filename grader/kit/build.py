@@ -35,12 +35,16 @@ from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute import isolation
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, KIT_STUDENT, ArrayStore, encode, write_json
 from grader.kit.derive import derive_public_checks
+from grader.kit.identity import KitIdentity, kit_digest, sources_digest
+from grader.kit.requirements import REQUIREMENTS_FILE, assignment_needs, needs_sentence
 from grader.kit.standins import kept_values, pooled
+from grader.kit.wheel import KIT_REQUIREMENTS
 from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR, STUDENT_GUIDE
 from grader.results import GRADED, PUBLIC
 
 DIST_DIR = PROJECT_ROOT / "dist"
 GUIDE_EXAMPLE = "attention_scoring"
+NEEDS_MARKER = "This assignment's files need nothing else."  # the guide's sentence for the example, rewritten per kit
 KIT_GUIDE = "CHECKING.md"
 SOLUTION_NOTEBOOK = "solution.ipynb"
 CHECKS_MODULE = "checks.py"
@@ -278,7 +282,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
         shutil.copyfile(path, target)
     (folder / CHECKS_MODULE).write_text(derived.source, encoding="utf-8")
     asked = {q.id for q in public.questions}
-    write_json(folder / KIT_FILE, {
+    data = {
         "format": FORMAT,
         "assignment": spec.name,
         "title": spec.title,
@@ -289,6 +293,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
                        "convention": q.convention} for q in public.questions],
         "unchecked": [[q.id, q.title] for q in spec.questions if q.id not in asked],
         "has_hidden": bool(hidden),
+        "call_seconds": spec.limits.call_seconds,  # the kernel's time limit for a call, as the grader's
         "checks": [{"id": c.id, "question": c.question, "title": c.title, "points": c.points,
                     "function": c.run.__name__, "grader_only": GRADER_ONLY if c.id in budgeted else ""}
                    for c in spec.checks if c.visibility == PUBLIC],
@@ -299,11 +304,21 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
         "constants": {k: encode(v, store) for k, v in sorted(constants.items())},
         "calls": recorded_calls,
         "provided_calls": {question: pooled(records, store) for question, records in sorted(provided_calls.items())},
-    })
+    }
+    identity = KitIdentity(spec.name, spec.version, kit_digest(folder, data),
+                           sources_digest(solutions_dir / name, assignments_dir / name, spec.provided_paths))
+    write_json(folder / KIT_FILE, {**data, "identity": identity.as_json()})
     for path in sorted((assignments_dir / name).iterdir()) if (assignments_dir / name).is_dir() else []:
         if path.is_file():
             shutil.copyfile(path, kit / path.name)
+    # What the files a student runs import beyond the checker's own requirements (matplotlib, say): required ones
+    # in requirements.txt, for pip; the guide names them all.
+    student_files = sorted(p for p in kit.iterdir() if p.suffix in (".py", ".ipynb"))
+    needs = assignment_needs(student_files, own=(r.split(">")[0].split("=")[0] for r in KIT_REQUIREMENTS),
+                             local={p.stem for p in student_files if p.suffix == ".py"} | {"grader"})
+    (kit / REQUIREMENTS_FILE).write_text(needs.requirements_txt(), encoding="utf-8")
     if STUDENT_GUIDE.is_file():  # written for the example assignment; the kit's own name in its place
         guide = STUDENT_GUIDE.read_text(encoding="utf-8").replace(GUIDE_EXAMPLE, name)
+        guide = guide.replace(NEEDS_MARKER, needs_sentence(needs))
         (kit / KIT_GUIDE).write_text(guide, encoding="utf-8")
     return kit

@@ -20,7 +20,7 @@ import numpy as np
 KIT_FOLDER = "grader-kit"  # in the kit, beside the templates
 KIT_FILE = "kit.json"
 ARRAYS = "arrays"
-FORMAT = 2  # 2: the references' answers to the solution's later questions (provided_calls)
+FORMAT = 3  # 2: the references' answers to the solution's later questions (provided_calls); 3: identity, call_seconds
 # Who the kit's results are for: a public check's random case is everyone's (grader/check/seeds.py), so the kit,
 # `grader check` and the grader draw the same inputs for it whoever the student is.
 KIT_STUDENT = "kit"

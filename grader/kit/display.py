@@ -31,6 +31,7 @@ class KitReport:
     has_hidden: bool = False  # whether the instructor's grading runs checks not run here (never which)
     seconds: float = 0.0  # how long the check took
     notes: tuple[str, ...] = ()  # the kit's own, e.g. what it could not check in a kernel
+    kit: str = ""  # which kit build checked it ("kit attention_scoring 1 · 3f2a1b9c"), to tell an old kit from a new
 
     @classmethod
     def from_self_check(cls, check: SelfCheck, *, seconds: float, notes: tuple[str, ...] = ()) -> KitReport:
@@ -59,7 +60,8 @@ def html(report: KitReport) -> str:
     template = _environment().get_template(TEMPLATE)
     return template.render(
         r=report.result.for_student(), title=report.title, unchecked=report.unchecked, has_hidden=report.has_hidden,
-        seconds=report.seconds, notes=report.notes, passed=report.passed, hidden_sentence=summary.HIDDEN_SENTENCE,
+        seconds=report.seconds, kit=report.kit, notes=report.notes, passed=report.passed,
+        hidden_sentence=summary.HIDDEN_SENTENCE,
         question_passed=summary.question_passed, question_verdict=summary.question_verdict,
         question_notes=summary.question_notes, total_line=summary.total_line,
         unfinished_units=summary.unfinished_units, empty_answers=summary.empty_answers)
@@ -69,4 +71,5 @@ def text(report: KitReport) -> str:
     """``grader check``'s summary, without its colours and its report's path; the kit's notes after the first line,
     and how long the check took at the end."""
     lines = summary.summary_lines(report, colour=False)
-    return "\n".join([lines[0], *report.notes, *lines[1:], f"Checked in {report.seconds:.1f} s."])
+    built = f" with {report.kit}" if report.kit else ""
+    return "\n".join([lines[0], *report.notes, *lines[1:], f"Checked in {report.seconds:.1f} s{built}."])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import random
 import sys
@@ -32,7 +33,9 @@ from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, ArrayStore, read_json
+from grader.kit.identity import KitIdentity, installed_wheel, wheel_note
 from grader.kit.oracle import Oracle, VariantMark, answering, replaced
+from grader.kit.progress import still_running
 from grader.kit.session import KernelCalls, KernelSession
 from grader.kit.standins import StandIns
 from grader.results import GRADED, PUBLIC, SubmissionResult
@@ -50,6 +53,8 @@ class Kit:
     grader_only: dict[str, str]  # check id -> why only the grader runs it (left out of the kit's result)
     provided: tuple[tuple[str, str], ...]  # (file name, source) of the harness files questions use
     standins: dict[str, StandIns]  # question -> the recorded answers of the references it is graded with
+    limits: Limits = dataclasses.field(default_factory=Limits)  # its call_seconds: the kernel applies it too
+    identity: KitIdentity | None = None  # which build (None: a kit made in memory, by a test)
 
 
 def find_kit(start: Path | None = None) -> Path:
@@ -112,14 +117,17 @@ def load_kit(folder: Path) -> Kit:
     standins = {question: StandIns(records, store) for question, records in data["provided_calls"].items()}
     return Kit(folder, data["assignment"], data["title"], data["student"], assignment,
                tuple((q, t) for q, t in data["unchecked"]), bool(data["has_hidden"]),
-               {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided, standins)
+               {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided, standins,
+               Limits(call_seconds=float(data["call_seconds"])), KitIdentity.from_json(data["identity"]))
 
 
 def grader_only_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:
-    """What the kit leaves to the grader, one line per check, for the report."""
-    return tuple(f"Checked when graded, not here: {c.question} \"{c.title}\" ({kit.grader_only[c.id]})."
-                 for c in kit.assignment.checks
-                 if c.id in kit.grader_only and (not questions or c.question in questions))
+    """What the kit leaves to the grader, one line per check, for the report; first, when the installed grader is
+    not the one that came with the kit, that."""
+    wheel = wheel_note(kit.identity, installed_wheel()) if kit.identity else ""
+    return (*((wheel,) if wheel else ()),
+            *(f"Checked when graded, not here: {c.question} \"{c.title}\" ({kit.grader_only[c.id]})."
+              for c in kit.assignment.checks if c.id in kit.grader_only and (not questions or c.question in questions)))
 
 
 _LOADED: dict[Path, tuple[float, Kit]] = {}
@@ -166,9 +174,10 @@ def _names_lent(namespace: dict[str, Any], lent: dict[str, Any]) -> Iterator[Non
 class KitRunner(SubmissionRunner):
     def __init__(self, kit: Kit, namespace: dict[str, Any], assignment: Assignment) -> None:
         super().__init__(assignment=assignment, student=kit.student, program=None,  # type: ignore[arg-type]
-                         limits=Limits())
+                         limits=kit.limits)
         self.kit = kit
         self.calls = KernelCalls(namespace)
+        self.screen = sys.stdout  # the student's, before a check's own output is captured
         self._harness: dict[str, Any] | None = None
 
     def close(self) -> None:
@@ -204,11 +213,12 @@ class KitRunner(SubmissionRunner):
             lent |= recorded.lend(by_reference, self.calls.namespace)
         with _names_lent(self.calls.namespace, lent), contextlib.redirect_stdout(out), \
                 contextlib.redirect_stderr(err):
-            code = StudentCode(KernelSession(self.calls), naming=question.naming,  # type: ignore[arg-type]
+            code = StudentCode(KernelSession(self.calls, self.kit.limits), naming=question.naming,  # type: ignore[arg-type]
                                convention=question.convention, asked=self.kit.assignment.withheld_names,
                                answered_by=self.kit.assignment.answered_by)
             for check in checks:
-                run.checks.append(self._run_check(check, code, shrink=False))
+                with still_running(f'{check.question} "{check.title}"', self.screen):
+                    run.checks.append(self._run_check(check, code, shrink=False))
             run.notes += [note for note in code.notes if note not in run.notes]
             code.settle(ignore_errors=True)
         run.stdout, run.stderr = out.getvalue(), err.getvalue()

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import sys
+import threading
 import types
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from grader.errors import CallTimedOut
 from grader.execute.child.calls import Calls
 from grader.execute.limits import Limits
 
@@ -31,6 +36,50 @@ class KitCannot(Exception):
     """A request the student's kernel cannot honour as the grader's process would (a memory budget)."""
 
 
+class _OutOfTime(BaseException):  # past a student's `except Exception`
+    """Raised into the thread running the student's code when a call runs past its time limit."""
+
+
+def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exception) if exception else ctypes.c_void_p())
+
+
+@contextlib.contextmanager
+def time_limited(seconds: float) -> Iterator[None]:
+    """Raise ``_OutOfTime`` in this thread once ``seconds`` have passed, again every second until the block ends.
+
+    The grader kills a process that runs past its limit; a kernel must survive, so the exception is raised into the
+    running code instead (an asynchronous exception, which works in any thread, on any OS). Python code stops at
+    its next bytecode; a long call inside torch stops when it returns. Raised again every second, as a bare
+    ``except:`` may swallow one (code that swallows every one in a loop cannot be stopped from here: the student
+    interrupts the kernel, as without a limit)."""
+    caller = threading.get_ident()
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def watch() -> None:
+        if done.wait(seconds):
+            return
+        while True:
+            with lock:
+                if done.is_set():
+                    return
+                _raise_in(caller, _OutOfTime)
+            if done.wait(1.0):
+                return
+
+    watcher = threading.Thread(target=watch, name="grader-kit-time-limit", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        with lock:
+            done.set()
+            _raise_in(caller, None)  # one raised after the code returned and not yet seen: withdrawn
+        watcher.join()  # it sees `done` at once: no thread left behind per call
+
+
 class KernelCalls(Calls):
     def __init__(self, namespace: dict[str, Any]) -> None:
         self.namespace = namespace
@@ -45,20 +94,26 @@ class KernelCalls(Calls):
 
 
 class KernelSession:
-    """What StudentCode talks to: each request answered at once, the answers read back in order."""
+    """What StudentCode talks to: each request answered at once, the answers read back in order. Each request
+    runs under the grader's time limit for a call (the limits' ``call_seconds``, or the request's own)."""
 
-    def __init__(self, calls: KernelCalls) -> None:
+    def __init__(self, calls: KernelCalls, limits: Limits | None = None) -> None:
         self.calls = calls
-        self.process = types.SimpleNamespace(limits=Limits())  # StudentCode reads the size limit from here
+        self.process = types.SimpleNamespace(limits=limits or Limits())  # StudentCode reads the size limit here
         self.refs: dict[int, Any] = {}
-        self.answers: deque[tuple[dict[str, Any], list[bytes]]] = deque()
+        self.answers: deque[tuple[dict[str, Any], list[bytes]] | float] = deque()  # a float: timed out after it
         self.ended = False
 
     def send(self, header: dict[str, Any], blobs: Any = ()) -> None:
         out: list[bytes] = []
+        seconds = float(header.get("seconds") or self.process.limits.call_seconds)
         try:
-            reply = self.calls.handle(header, list(blobs), out, self.refs)
+            with time_limited(seconds):
+                reply = self.calls.handle(header, list(blobs), out, self.refs)
             reply["ok"] = True
+        except _OutOfTime:
+            self.answers.append(seconds)
+            return
         except (KitCannot, KeyboardInterrupt):
             raise
         except BaseException as exc:  # the student's code raised (SystemExit too): the check is told, as in the grader
@@ -67,7 +122,10 @@ class KernelSession:
 
     def receive(self, *, waiting_for: str = "an answer", timeout: float | None = None) -> tuple[dict[str, Any],
                                                                                              list[bytes]]:
-        return self.answers.popleft()
+        answer = self.answers.popleft()
+        if isinstance(answer, float):  # the grader's message for a call past its limit
+            raise CallTimedOut(f"no answer within the time limit ({answer:g} s) while waiting for {waiting_for}")
+        return answer
 
     def end(self) -> None:
         self.ended = True

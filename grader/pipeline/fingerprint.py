@@ -52,6 +52,9 @@ def grading_fingerprint(assignment: Assignment, *, device: str, limits: Limits |
     if assignment.folder is not None:
         for path in solutions_files(assignment.folder):
             add(f"file:{path.relative_to(assignment.folder).as_posix()}", path.read_bytes())
+    # Another course secret draws other hidden cases; hashed, so that the fingerprint (in the gradebook) cannot
+    # be turned back into it.
+    add("secret", hashlib.sha256(assignment.seed_key).digest())
     for path in assignment.provided_paths:  # a provided harness may live beside what students get
         if not path.is_relative_to(assignment.folder or path.parent):
             add(f"provided:{path.name}", path.read_bytes())

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from grader.check.runner import SubmissionRunner, not_run
 from grader.check.seeds import check_seed
-from grader.check.spec import Assignment
+from grader.check.spec import Assignment, CheckSpec
 from grader.discover import Program, Submission, read_submission
 from grader.errors import CallTimedOut, InvalidSubmission, SubmissionError
 from grader.execute import isolation
@@ -52,10 +52,11 @@ def _unit_results(program: Program, units: list[LoadedUnit]) -> tuple[UnitResult
 
 
 def unrun_questions(assignment: Assignment, student: str, reason: str) -> tuple[QuestionResult, ...]:
-    return tuple(
-        QuestionResult(q.id, q.title, tuple(not_run(c, check_seed(assignment.name, student, c.id, c.visibility), reason)
-                                            for c in assignment.checks_for(q.id)))
-        for q in assignment.questions)
+    def seed(check: CheckSpec) -> int:
+        return check_seed(assignment.name, student, check.id, check.visibility, assignment.seed_key)
+
+    return tuple(QuestionResult(q.id, q.title, tuple(not_run(c, seed(c), reason) for c in assignment.checks_for(q.id)))
+                 for q in assignment.questions)
 
 
 GRADER_FAILED = "the grader itself failed on this submission (not the student's fault)"

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from grader.check.signature import Parameter, roles, signature_text
+from grader.check.signature import Parameter, roles, signature_text, words
 
 POSITIONAL_KINDS = ("positional", "either")
 
@@ -28,8 +28,8 @@ def _key(name: str) -> str:
 
 def _place(name: str, assignment: Sequence[str]) -> int | None:
     """Where the assignment declares the parameter ``name`` stands for: the same name (up to case and underscores),
-    else the one parameter whose roles are exactly the name's (``q`` for ``queries``; ``q`` is neither of Keras's
-    ``query`` and ``query_mask``); None when the name says nothing, or not which one."""
+    else the one parameter whose roles are exactly the name's, of those the one with fewest other words (``q`` is
+    Keras's ``query``, not its ``query_mask``); None when the name says nothing, or not which one."""
     same = [i for i, ours in enumerate(assignment) if _key(ours) == _key(name)]
     if same:
         return same[0]
@@ -37,7 +37,9 @@ def _place(name: str, assignment: Sequence[str]) -> int | None:
     if not said:
         return None
     fitting = [i for i, ours in enumerate(assignment) if roles(ours) == said]
-    return fitting[0] if len(fitting) == 1 else None
+    fewest = min((len(words(assignment[i])) for i in fitting), default=0)
+    plainest = [i for i in fitting if len(words(assignment[i])) == fewest]
+    return plainest[0] if len(plainest) == 1 else None
 
 
 def out_of_order(assignment: Sequence[str], student: Sequence[Parameter] | None, passed: int) -> bool:

@@ -16,7 +16,7 @@ made only where the failure comes from the lengths: a first run passes None in t
 callables take), and the search goes on only if the code then runs where it raised, or answers as it did with the
 lengths (code that tests lengths as a mask, ``valid_lens == 0``, masks nothing either way); after
 ``NEGATIVE_PROBES`` such runs that show the failure comes from elsewhere, a question's later checks are not searched.
-At most ``RUNS_PER_QUESTION`` runs in a question, until a form passes; later checks then try that one only.
+At most ``RUNS_PER_QUESTION`` runs in a question; a later check tries the form that passed an earlier one first.
 """
 
 from __future__ import annotations
@@ -74,13 +74,20 @@ def _size(call: LengthsCall, source: Source) -> int | None:
 
 
 def _sources(call: LengthsCall) -> list[tuple[Source, int]]:
-    """Every axis of the call's other arrays, with its size, the first of each size only."""
+    """Every axis of the call's other arrays, with its size, the first of each size only; an array's first axis as
+    long as the lengths' is the batch they share, taken last (so that a size it shares with another axis is read from
+    that one, where a later check's draw tells them apart)."""
+    lengths = _array(_argument(call, call.at))
+    batch = int(lengths.shape[0]) if lengths is not None and lengths.ndim else None
     places: list[int | str] = [*range(len(call.args)), *call.kwargs]
-    found: dict[int, Source] = {}
+    axes: list[tuple[Source, int]] = []
     for place in places:
         array = _array(_argument(call, place)) if place != call.at else None
-        for axis in range(array.ndim if array is not None else 0):
-            found.setdefault(int(array.shape[axis]), (place, axis))
+        axes += [((place, axis), int(array.shape[axis])) for axis in range(array.ndim if array is not None else 0)]
+    axes.sort(key=lambda item: item[0][1] == 0 and item[1] == batch)
+    found: dict[int, Source] = {}
+    for source, size in axes:
+        found.setdefault(size, source)
     return [(source, size) for size, source in found.items()]
 
 
@@ -186,15 +193,19 @@ def lengths_as_mask(check: CheckSpec, seed: int, code: StudentCode, search: Mask
         if not from_lengths:
             search.probes_left -= 1
             return None, False
-    forms = [search.found] if search.found is not None else \
+    # The form that passed an earlier check first (a run not counted); then, if it does not pass this one (its sizes
+    # may tell apart axes that an earlier draw did not), the others.
+    found = search.found
+    forms = ([found] if found is not None else []) + \
         [replace(form, valid=valid) for form in candidate_forms(calls[0]) for valid in (True, False)]
     skip: set[MaskForm] = set()  # the other polarity of a form the code raised on: it raises on that too
-    for form in forms:
-        if form in skip:
+    for index, form in enumerate(forms):
+        if form in skip or (index > 0 and form == found):
             continue
-        if search.found is None and search.runs_left <= 0:
-            break
-        search.runs_left -= 1
+        if index > 0 or found is None:
+            if search.runs_left <= 0:
+                break
+            search.runs_left -= 1
         outcome = run_with(check, seed, code, form)
         if outcome == LOST:
             return None, True

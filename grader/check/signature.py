@@ -106,7 +106,7 @@ def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
     return CallPlan(tuple(args), kwargs, renamed)
 
 
-def _words(name: str) -> set[str]:
+def words(name: str) -> set[str]:
     """'queryProj2' -> {'query', 'proj'}: the words of a name."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)
     return {t.lower() for t in re.split(r"[^A-Za-z]+", spaced) if t}
@@ -114,13 +114,13 @@ def _words(name: str) -> set[str]:
 
 def roles(name: str) -> frozenset[str]:
     """The roles the words of ``name`` say (``ROLE_WORDS``): {'query'} for ``q``, ``queries`` and ``query_size``."""
-    words = _words(name)
-    return frozenset(role for role, role_words in ROLE_WORDS.items() if words & role_words)
+    said = words(name)
+    return frozenset(role for role, role_words in ROLE_WORDS.items() if said & role_words)
 
 
 
 def _generic(name: str) -> bool:
-    return not roles(name) and bool(_words(name) & GENERIC_SIZE)
+    return not roles(name) and bool(words(name) & GENERIC_SIZE)
 
 
 def _key(name: str) -> str:

@@ -4,9 +4,10 @@ A check that times out or kills the process costs only that check: the runner st
 goes on with the next one. Questions graded with a reference (``graded_with_reference``) are, when the owning
 question lost points, also run with the student's own code, so the report can say what the reference changed.
 
-A check that fails is then looked at twice, in the same fork: which known mistake its answers show (diagnose.py),
-and, when it drew its sizes with ``ctx.sizes`` and failed on values, the smallest input that still fails the same way
-(shrink.py).
+A check that fails is then looked at, in the same fork: which known mistake its answers show (diagnose.py); whether
+the student's parameters are declared in another order than the checks pass them (call_order.py, said once for the
+question) or its lengths are used as a mask (lengths_as_mask.py, run again with one); and, when it drew its sizes
+with ``ctx.sizes`` and failed on values, the smallest input that still fails the same way (shrink.py).
 """
 
 from __future__ import annotations

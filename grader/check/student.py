@@ -393,7 +393,7 @@ class StudentCode:
         if parameters is None or info is None:
             return args, kwargs
         student = info.called_with
-        if out_of_order(parameters, student, len(args)) and student is not None:
+        if student is not None and out_of_order(parameters, student, len(args)):
             called = "forward" if info.is_module else name
             self.misordered[name] = order_message(label, student, called, parameters)
         sent = args, kwargs

@@ -22,6 +22,8 @@ At most ``RUNS_PER_QUESTION`` runs in a question; a later check tries the form t
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -175,13 +177,14 @@ def run_with(check: CheckSpec, seed: int, code: StudentCode, form: MaskForm | No
     return PASSED
 
 
-def lengths_as_mask(check: CheckSpec, seed: int, code: StudentCode, search: MaskSearch, *,
-                    raised: bool) -> tuple[Diagnosis | None, bool]:
+def lengths_as_mask(check: CheckSpec, seed: int, code: StudentCode, search: MaskSearch, *, raised: bool,
+                    deadline: float = math.inf) -> tuple[Diagnosis | None, bool]:
     """Whether the failed check (its calls still in ``code``) passes with the lengths as a mask: the diagnosis when
     it does, and whether the student's process was lost on the way (it hung or died). ``raised``: the check failed
-    because the code raised."""
+    because the code raised; no run starts after ``deadline`` (the submission's: its time is the student's)."""
     calls = list(code.lengths_passed)
-    if not calls or (search.found is None and (search.runs_left <= 0 or search.probes_left <= 0)):
+    if not calls or (search.found is None and (search.runs_left <= 0 or search.probes_left <= 0)) \
+            or time.monotonic() >= deadline:
         return None, False
     if search.found is None:
         failed = answers(code)
@@ -202,6 +205,8 @@ def lengths_as_mask(check: CheckSpec, seed: int, code: StudentCode, search: Mask
     for index, form in enumerate(forms):
         if form in skip or (index > 0 and form == found):
             continue
+        if time.monotonic() >= deadline:
+            break
         if index > 0 or found is None:
             if search.runs_left <= 0:
                 break

@@ -387,7 +387,7 @@ class SubmissionRunner:
         if named:
             return result, False
         search = self._mask_searches.setdefault(check.question, MaskSearch())
-        diagnosis, lost = lengths_as_mask(check, seed, code, search, raised=raised)
+        diagnosis, lost = lengths_as_mask(check, seed, code, search, raised=raised, deadline=self.deadline)
         if lost:
             self.close()
         return (dataclasses.replace(result, diagnosis=diagnosis) if diagnosis else result), lost

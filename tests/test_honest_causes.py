@@ -130,9 +130,10 @@ def scoring() -> object:
     return load_assignment("attention_scoring")
 
 
-def test_valid_lens_used_as_a_boolean_mask_is_not_told_it_is_never_used(scoring: object, tmp_path: Path) -> None:
-    """Its outputs are those of a DotProductAttention that ignores valid_lens, but it does use it: the cause may say
-    what the outputs show, not that valid_lens is never used."""
+def test_valid_lens_used_as_a_boolean_mask_is_named_as_such(scoring: object, tmp_path: Path) -> None:
+    """Its outputs are those of a DotProductAttention that ignores valid_lens, but it does use it, as a mask: the
+    cause is not that valid_lens is never used, nor only what the outputs show, but what a run with a mask in
+    place of the lengths proves (it passes)."""
     source = edited(MODEL, DOT_WEIGHTS, """        if valid_lens is not None:  # masks an example of length 0
             keep = valid_lens.bool()
             while keep.dim() < scores.dim():
@@ -147,9 +148,9 @@ def test_valid_lens_used_as_a_boolean_mask_is_not_told_it_is_never_used(scoring:
     said = [c.message for c in failed] + [c.diagnosis.explanation for c in failed if c.diagnosis is not None]
     assert not any("never uses" in text or "never used" in text for text in said), said
     causes = {c.diagnosis.variant for c in failed if c.diagnosis is not None}
-    assert causes == {"q3.ignores_valid_lens"}
-    assert all(c.diagnosis.explanation.startswith("Your DotProductAttention gives the padded keys weight, as if "
-                                                  "valid_lens were not used") for c in failed if c.diagnosis)
+    assert causes == {"q3.lengths_as_mask"}
+    assert all(c.diagnosis.explanation.startswith("Your DotProductAttention.forward uses valid_lens as a boolean "
+                                                  "mask") for c in failed if c.diagnosis)
 
 
 def test_nan_output_is_not_called_dropout(scoring: object, tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ EXPECTED = {
         "mxnet_port": {"q1": 0, "q2": 0, "q3": 0, "q4": 0},
         "weights_in_a_local": {"q1": 25, "q2": 30, "q3": 22, "q4": 20},
         "book_answers_from_d2l": {"q1": 25, "q2": 0, "q3": 0, "q4": 20},
+        "valid_lens_as_mask": {"q1": 3, "q2": 30, "q3": 3, "q4": 20},
     },
     "bahdanau_attention": {
         "w1_w2_v_names": {"q1": 25, "q2": 40, "q3": 0},
@@ -49,6 +50,7 @@ EXPECTED = {
         "scale_weight_name": {"q1": 34, "q2": 45, "q3": 15},
         "ignores_key": {"q1": 14, "q2": 45, "q3": 15},
         "transformer_signature": {"q1": 0, "q2": 0, "q3": 0},
+        "torch_input_order": {"q1": 14, "q2": 45, "q3": 15},
     },
     "practical10": {
         "attn_combine": {"q1": 15, "q2": 20, "q3": 15, "q4": 46},
@@ -204,6 +206,37 @@ def test_the_same_wrong_file_gets_one_grade_whoever_submits_it(assignment: str, 
     assert len({r.score for r in results}) == 1
     assert len({frozenset(c.check_id for c in r.checks if not c.passed) for r in results}) == 1
     assert 0 < results[0].score < results[0].max_score
+
+
+def test_parameters_in_another_order_are_named_once_for_the_question(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    """Graded as called (Keras's order): the checks that pass the key fail as the code does, and the question says
+    why, once."""
+    result = corpus("keras_additive_attention")["torch_input_order"]
+    said = ("Your KerasAdditiveAttention.forward takes (query, key, value=None, query_mask=None, value_mask=None, "
+            "return_attention_scores=False): the assignment calls forward(query, value, key, query_mask, value_mask, "
+            "return_attention_scores), in that order; reorder your parameters")
+    assert notes(result, "q1").count(said) == 1
+    assert student_reads(result, "q1.key_given") == ("KerasAdditiveAttention.forward raised TypeError: "
+                                                     "KerasAdditiveAttention.forward() got multiple values for "
+                                                     "argument 'key'")
+    assert said not in notes(result, "q2") + notes(result, "q3")  # their checks pass: nothing to explain
+
+
+def test_lengths_used_as_a_mask_are_named_where_a_mask_makes_the_check_pass(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    result = corpus("attention_scoring")["valid_lens_as_mask"]
+    causes = {c.check_id: c.diagnosis.variant for c in result.checks if c.diagnosis is not None}
+    assert causes == {**{c: "q1.lengths_as_mask" for c in ("q1.textbook_1d", "q1.textbook_2d", "q1.random_1d",
+                                                           "q1.random_2d", "q1.large_scores")},
+                      **{c: "q3.lengths_as_mask" for c in ("q3.toy_example", "q3.toy_weights", "q3.random_1d",
+                                                           "q3.eval_deterministic", "q3.dropout_in_training")}}
+    # Its 2-D branch indexes the mask as 1-D: no mask of 2-D lengths makes q3.random_2d pass, so no cause is given.
+    assert check(result, "q3.random_2d").diagnosis is None
+    assert check(result, "q3.toy_example").diagnosis.explanation == (
+        "Your DotProductAttention.forward uses valid_lens as a boolean mask (given one, it passes this check), but "
+        "valid_lens holds each sequence's number of valid keys (lengths such as [2, 3]): build the mask from it, "
+        "torch.arange(num_keys) < valid_lens[..., None]")
 
 
 def test_weights_not_kept_cost_only_the_check_that_asks_for_them(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import sys
 import types
 from pathlib import Path
 
+from grader.assign.templates import SOLUTION_SOURCE
+from grader.check.call_order import with_template_calls
 from grader.check.named_mistakes import check_named_mistakes
 from grader.check.seeds import course_secret
 from grader.check.spec import Assignment
@@ -68,6 +71,10 @@ def load_assignment(name: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> Assign
         raise ConfigurationError(f"{solutions_dir / name / 'checks.py'} does not define ASSIGNMENT = Assignment(...)")
     assignment.folder = (solutions_dir / name).resolve()
     assignment.seed_key = course_secret(solutions_dir)
+    # The order the checks call each answer's parameters in, as the students' template declares them.
+    template = assignment.folder / SOLUTION_SOURCE
+    assignment.questions = tuple(dataclasses.replace(q, calls=with_template_calls(q.calls, template, q.defines))
+                                 for q in assignment.questions)
     if (assignment.folder / "variants.py").is_file():  # registers the known-wrong variants with ASSIGNMENT
         load_solution_module(name, "variants", solutions_dir=solutions_dir)
     assignment.validate()

@@ -4,9 +4,10 @@ A check that times out or kills the process costs only that check: the runner st
 goes on with the next one. Questions graded with a reference (``graded_with_reference``) are, when the owning
 question lost points, also run with the student's own code, so the report can say what the reference changed.
 
-A check that fails is then looked at twice, in the same fork: which known mistake its answers show (diagnose.py),
-and, when it drew its sizes with ``ctx.sizes`` and failed on values, the smallest input that still fails the same way
-(shrink.py).
+A check that fails is then looked at, in the same fork: which known mistake its answers show (diagnose.py); whether
+the student's parameters are declared in another order than the checks pass them (call_order.py, said once for the
+question) or its lengths are used as a mask (lengths_as_mask.py, run again with one); and, when it drew its sizes
+with ``ctx.sizes`` and failed on values, the smallest input that still fails the same way (shrink.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from grader.check.context import CheckContext
 from grader.check.diagnose import diagnose
+from grader.check.lengths_as_mask import MaskSearch, lengths_as_mask
 from grader.check.seeds import check_seed
 from grader.check.shrink import smallest_case
 from grader.check.spec import Assignment, CheckSpec, Question
@@ -117,6 +119,7 @@ class SubmissionRunner:
         # be constructed, weights with nowhere to go): check id -> (message, hint). A question says it once.
         self._setup_failures: dict[str, tuple[str, str]] = {}
         self._value_failures: set[str] = set()  # checks that failed on values, the answer of the right form
+        self._mask_searches: dict[str, MaskSearch] = {}  # per question: lengths used as a mask (lengths_as_mask.py)
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
@@ -329,6 +332,7 @@ class SubmissionRunner:
                       restart: bool = True, last: bool = False) -> _QuestionRun:
         run = _QuestionRun()
         pending = list(checks)
+        self._mask_searches.pop(question.id, None)
         files = [file.wire() for file in self.assignment.provided_files] if provided else []
         while pending:
             if time.monotonic() >= self.deadline:
@@ -356,7 +360,7 @@ class SubmissionRunner:
                                       record_provided=RECORDING_PROVIDED.get()) as session:
                     code = StudentCode(session, load_hint=self._load_hint, naming=question.naming,
                                        convention=question.convention, asked=self.assignment.withheld_names,
-                                       answered_by=self.assignment.answered_by)
+                                       answered_by=self.assignment.answered_by, calls=self.assignment.calls)
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)
@@ -371,6 +375,22 @@ class SubmissionRunner:
             except (CallTimedOut, ProcessDied):
                 self.close()  # the question's bookkeeping failed, not a check: start again for what is left
         return run
+
+    def _failed_calls(self, check: CheckSpec, seed: int, code: StudentCode, result: CheckResult, *, raised: bool,
+                      named: bool = False) -> tuple[CheckResult, bool]:
+        """What the calls of a failed check show: parameters declared in another order than the checks pass them
+        (said once for the question), and lengths used as a mask (the check passes with one in their place: a run
+        again, after the result is made, as the result's trace is the failed run's). ``named``: the check named the
+        mistake itself. Returns the result, and whether the student's process was lost (it hung or died)."""
+        for message in code.misordered.values():
+            code.note(message)
+        if named:
+            return result, False
+        search = self._mask_searches.setdefault(check.question, MaskSearch())
+        diagnosis, lost = lengths_as_mask(check, seed, code, search, raised=raised, deadline=self.deadline)
+        if lost:
+            self.close()
+        return (dataclasses.replace(result, diagnosis=diagnosis) if diagnosis else result), lost
 
     def _diagnose(self, check: CheckSpec, seed: int, code: StudentCode, failed: CheckContext) -> Diagnosis | None:
         return diagnose(self.assignment, check, seed, code, failed)
@@ -419,8 +439,11 @@ class SubmissionRunner:
                 self._value_failures.discard(check.id)
             if exc.setup:
                 self._setup_failures[check.id] = (exc.message, exc.hint)
+                return result
+            result, lost = self._failed_calls(check, seed, code, result, raised=False,
+                                              named=exc.misconception is not None)
             # Only values that differ can differ less on smaller inputs; after the diagnosis, which replays this run.
-            if shrink and context.drawn and exc.values:
+            if shrink and context.drawn and exc.values and not lost:
                 smallest, note = self._shrink(check, seed, code, context)
                 result = dataclasses.replace(result, smallest=smallest,
                                              notes=(*result.notes, note) if note else result.notes)
@@ -432,7 +455,8 @@ class SubmissionRunner:
                 f"your code raised {exc.exc_type}"
             if exc.setup:
                 self._setup_failures[check.id] = (exc.message, hint)
-            return outcome(ERROR, exc.message, hint, exc.detail)
+                return outcome(ERROR, exc.message, hint, exc.detail)
+            return self._failed_calls(check, seed, code, outcome(ERROR, exc.message, hint, exc.detail), raised=True)[0]
         except CallTimedOut as exc:
             self.close()
             return outcome(TIMEOUT, exc.message, exc.message, exc.detail)

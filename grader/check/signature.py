@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 # Words that say what a constructor argument is, each set one role (grader/check/binding.py has the same idea for
-# parameters): `hidden_dim`, `d_hid` and `num_hiddens` are all a hidden size.
+# parameters): `hidden_dim`, `d_hid` and `num_hiddens` are all a hidden size. A call's parameters are told by the same
+# words (grader/check/call_order.py): `k`, `key` and `keys` are the keys, `valid_lens` and `lengths` the lengths.
 ROLE_WORDS: dict[str, frozenset[str]] = {
     "hidden": frozenset({"hidden", "hiddens", "hid"}),
     "input": frozenset({"in", "input", "inputs", "inp"}),
@@ -36,7 +37,7 @@ ROLE_WORDS: dict[str, frozenset[str]] = {
     "value": frozenset({"v", "value", "values", "val"}),
     "dropout": frozenset({"dropout", "drop", "p", "rate", "prob"}),
     "heads": frozenset({"heads", "head", "nhead", "nheads"}),
-    "length": frozenset({"len", "length", "maxlen", "max", "positions"}),
+    "length": frozenset({"len", "lens", "length", "lengths", "maxlen", "max", "positions"}),
     "scale": frozenset({"scale", "scaled", "scaling"}),
     "causal": frozenset({"causal", "future", "autoregressive"}),
     "bias": frozenset({"bias"}),
@@ -105,19 +106,21 @@ def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
     return CallPlan(tuple(args), kwargs, renamed)
 
 
-def _words(name: str) -> set[str]:
+def words(name: str) -> set[str]:
     """'queryProj2' -> {'query', 'proj'}: the words of a name."""
     spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name)
     return {t.lower() for t in re.split(r"[^A-Za-z]+", spaced) if t}
 
 
-def _roles(name: str) -> frozenset[str]:
-    words = _words(name)
-    return frozenset(role for role, role_words in ROLE_WORDS.items() if words & role_words)
+def roles(name: str) -> frozenset[str]:
+    """The roles the words of ``name`` say (``ROLE_WORDS``): {'query'} for ``q``, ``queries`` and ``query_size``."""
+    said = words(name)
+    return frozenset(role for role, role_words in ROLE_WORDS.items() if said & role_words)
+
 
 
 def _generic(name: str) -> bool:
-    return not _roles(name) and bool(_words(name) & GENERIC_SIZE)
+    return not roles(name) and bool(words(name) & GENERIC_SIZE)
 
 
 def _key(name: str) -> str:
@@ -141,7 +144,7 @@ def _match(unmatched: Sequence[str], free: Sequence[Parameter],
                 matched[ours] = names[0]
 
     step(lambda ours, p: _key(p.name) == _key(ours) or _key(p.name) in {_key(a) for a in aliases.get(ours, ())})
-    step(lambda ours, p: bool(_roles(ours) & _roles(p.name)))
+    step(lambda ours, p: bool(roles(ours) & roles(p.name)))
     step(lambda ours, p: _generic(ours) and _generic(p.name))
     left = [ours for ours in unmatched if ours not in matched]
     if len(left) == 1:
@@ -149,8 +152,8 @@ def _match(unmatched: Sequence[str], free: Sequence[Parameter],
         required = [p for p in remaining if not p.has_default]
         candidates = required if required else remaining
         if len(candidates) == 1 and len(required) <= 1:
-            roles = _roles(candidates[0].name)
-            if not roles or roles & _roles(left[0]):
+            said = roles(candidates[0].name)
+            if not said or said & roles(left[0]):
                 matched[left[0]] = candidates[0].name
     return matched
 

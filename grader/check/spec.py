@@ -43,6 +43,10 @@ class Question:
     # The shapes the checks pass, in words, told when the student's code fails on them with a shape error:
     # "the assignment passes one query of shape (1, input_dim) ...".
     convention: str = ""
+    # The parameters the checks call each name of ``defines`` with, in the order they pass them (a class: its
+    # forward's, less self): {"masked_softmax": ("X", "valid_lens")}. The loader reads those not given here from the
+    # template, solution.ipynb; a student's parameters in another order are named when a check fails (call_order.py).
+    calls: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def naming(self) -> Naming:
@@ -205,6 +209,12 @@ class Assignment:
     def max_score(self) -> float:
         """The checks' points and the written questions' (marked by hand)."""
         return sum(c.points for c in self.checks) + sum(w.points for w in self.written)
+
+    @property
+    def calls(self) -> dict[str, tuple[str, ...]]:
+        """The parameters each answer is called with, in order (``Question.calls``), whichever question's checks call
+        it (keras_additive_attention's q2 calls q1's class)."""
+        return {name: parameters for q in self.questions for name, parameters in q.calls.items()}
 
     @property
     def withheld_names(self) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ import io
 import json
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
+from grader.check.call_order import length_parameters, order_message, out_of_order
 from grader.check.near_names import near_names
 from grader.check.signature import Parameter, describe_renaming, mismatch_message, plan_call
 from grader.check.spec import REFERENCE_FILENAME
@@ -36,6 +37,29 @@ class NameInfo:
     defined: tuple[str, ...] = ()  # a missing name's: the names the student's code defined (calls.py)
     refused: tuple[str, ...] = ()  # a missing name's: the names the grader's d2l refused the student's code
     from_d2l: tuple[str, ...] = ()  # the d2l functions and classes the object is, or its class inherits from
+    forward: tuple[Parameter, ...] | None = None  # a module class's forward, less self
+
+    @property
+    def called_with(self) -> tuple[Parameter, ...] | None:
+        """The parameters a call takes: a module class's instance's (its forward's), or a function's."""
+        return self.forward if self.is_module else self.signature
+
+
+@dataclass(frozen=True)
+class LengthsCall:
+    """A call that passed lengths (``valid_lens``) where the assignment declares them: which callable, where the
+    lengths went (a position or a keyword) and the arguments, for a run that passes a mask in their place."""
+
+    name: str  # as the question's ``calls`` knows it: the function, or the class
+    label: str  # "masked_softmax", "DotProductAttention.forward"
+    parameter: str  # the assignment's name for the lengths
+    at: int | str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+
+
+# What a call that passed lengths is sent instead (args, kwargs), while a failed check is run again.
+Rewrite = Callable[[LengthsCall], tuple[tuple[Any, ...], dict[str, Any]]]
 
 
 def _encode_args(args: tuple[Any, ...], kwargs: Mapping[str, Any], blobs: list[bytes]) -> dict[str, Any]:
@@ -216,8 +240,15 @@ class StudentCode:
 
     def __init__(self, session: QuestionSession, *, load_hint: LoadHint | None = None, naming: Naming | None = None,
                  convention: str = "", asked: tuple[str, ...] = (),
-                 answered_by: Mapping[str, str] | None = None) -> None:
+                 answered_by: Mapping[str, str] | None = None,
+                 calls: Mapping[str, Sequence[str]] | None = None) -> None:
         self.session = session
+        # The parameters the checks call each answer with, in order (Question.calls): a student's in another order
+        # is noted for the check (misordered), and where lengths go is known (lengths_passed).
+        self.call_parameters = {name: tuple(parameters) for name, parameters in (calls or {}).items()}
+        self.misordered: dict[str, str] = {}  # this check's: the callable -> what to tell the student
+        self.lengths_passed: list[LengthsCall] = []  # this check's calls that passed lengths
+        self.rewrite: Rewrite | None = None  # set while a failed check is run again with other arguments
         # Each name a question asks for -> that question: taking one from d2l is told as such (see _require).
         self.answered_by = dict(answered_by or {})
         # Why a name may be missing (the runner's LoadHint: "cell [4] raised SyntaxError while loading, which may be
@@ -306,10 +337,9 @@ class StudentCode:
                             refused=tuple(str(n) for n in reply.get("refused") or ()))
         signature = reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
-                        bool(reply.get("is_module")),
-                        tuple(Parameter(str(p[0]), str(p[1]), bool(p[2]), None if len(p) < 4 or p[3] is None
-                                        else str(p[3])) for p in signature) if isinstance(signature, list) else None,
-                        from_d2l=tuple(str(n) for n in reply.get("from_d2l") or ()))
+                        bool(reply.get("is_module")), _parameters(signature),
+                        from_d2l=tuple(str(n) for n in reply.get("from_d2l") or ()),
+                        forward=_parameters(reply.get("forward")))
         self.known[name] = info
         return info
 
@@ -317,6 +347,8 @@ class StudentCode:
         """A check begins: the trace and the replies are its own, and what it finds known is noted for a replay."""
         self.calls.clear()
         self.replies.clear()
+        self.misordered.clear()
+        self.lengths_passed.clear()
         self.known_at_start = dict(self.known)
         self.budgeted = False
 
@@ -350,6 +382,30 @@ class StudentCode:
             raise WrongAnswer(f"`{name}` should be a function, but it is a {info.type_name}",
                               hint=f"`{name}` is not a function", setup=True)
         return info
+
+    def arguments(self, name: str, label: str, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """What a call of the student's ``name`` (a function, or a class's instances) is sent: as the check passes
+        it, unless a rerun rewrites it. Notes, for the check, parameters declared in another order than the checks
+        pass them, and where lengths went."""
+        parameters = self.call_parameters.get(name)
+        info = self.known.get(name)
+        if parameters is None or info is None:
+            return args, kwargs
+        student = info.called_with
+        if student is not None and out_of_order(parameters, student, len(args)):
+            called = "forward" if info.is_module else name
+            self.misordered[name] = order_message(label, student, called, parameters)
+        sent = args, kwargs
+        for at in length_parameters(parameters):
+            place: int | str = at if at < len(args) else parameters[at]
+            given = args[at] if isinstance(place, int) else kwargs.get(place)
+            if isinstance(given, Arg) and given.kind == "tensor" and str(given.dtype).startswith("int"):
+                call = LengthsCall(name, label, parameters[at], place, args, dict(kwargs))
+                self.lengths_passed.append(call)
+                if self.rewrite is not None:
+                    sent = self.rewrite(call)
+        return sent
 
     def function(self, name: str) -> StudentFunction:
         self._require(name, want_class=False)
@@ -402,6 +458,10 @@ class ReplayedCode(StudentCode):
         self.pending = []
         self.naming = original.naming
         self.convention = original.convention
+        self.call_parameters = {}  # a replay calls nothing: it notes nothing of the calls
+        self.misordered = {}
+        self.lengths_passed = []
+        self.rewrite = None
         self.notes = []
         self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
         self.known_at_start = dict(self.known)
@@ -453,6 +513,7 @@ class StudentFunction:
         return StudentFunction(self.code, self.name, self.memory_budget, self.no_grad, seconds)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Returned:
+        args, kwargs = self.code.arguments(self.name, self.name, args, kwargs)
         blobs: list[bytes] = []
         header = {"op": "call", "name": self.name, **_encode_args(args, kwargs, blobs)}
         if self.memory_budget is not None:
@@ -479,6 +540,8 @@ class StudentObject:
         return self.method("__call__", *args, **kwargs)
 
     def method(self, method: str, *args: Any, **kwargs: Any) -> Returned:
+        if method in ("__call__", "forward"):
+            args, kwargs = self.code.arguments(self.class_name, f"{self.class_name}.forward", args, kwargs)
         blobs: list[bytes] = []
         header = {"op": "method", "ref": self.ref, "method": method, **_encode_args(args, kwargs, blobs)}
         shown = "forward" if method == "__call__" else method
@@ -545,6 +608,14 @@ class StudentObject:
         self.code.post({"op": "set_params", "ref": self.ref, "names": [binding.bound[n] for n in names]}, blobs,
                        what=f"setting {self.class_name}'s parameters {', '.join(binding.bound[n] for n in names)}")
         return binding
+
+
+def _parameters(signature: Any) -> tuple[Parameter, ...] | None:
+    """A signature as the student's process describes it: [name, kind, has a default, the default's text]."""
+    if not isinstance(signature, list):
+        return None
+    return tuple(Parameter(str(p[0]), str(p[1]), bool(p[2]), None if len(p) < 4 or p[3] is None else str(p[3]))
+                 for p in signature)
 
 
 def without_sizes(message: str) -> str:

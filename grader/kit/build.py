@@ -290,7 +290,8 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
         "questions": [{"id": q.id, "title": q.title, "defines": list(q.defines),
                        "graded_with_reference": list(q.graded_with_reference), "uses_provided": list(q.uses_provided),
                        "strict_names": q.strict_names, "aliases": {k: list(v) for k, v in q.aliases.items()},
-                       "convention": q.convention} for q in public.questions],
+                       "convention": q.convention, "calls": {k: list(v) for k, v in q.calls.items()}}
+                      for q in public.questions],
         "unchecked": [[q.id, q.title] for q in spec.questions if q.id not in asked],
         "has_hidden": bool(hidden),
         "call_seconds": spec.limits.call_seconds,  # the kernel's time limit for a call, as the grader's

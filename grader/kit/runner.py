@@ -104,7 +104,8 @@ def load_kit(folder: Path) -> Kit:
     questions = [Question(q["id"], q["title"], defines=tuple(q["defines"]),
                           graded_with_reference=tuple(q["graded_with_reference"]),
                           uses_provided=tuple(q["uses_provided"]), strict_names=q["strict_names"],
-                          aliases={k: tuple(v) for k, v in q["aliases"].items()}, convention=q["convention"])
+                          aliases={k: tuple(v) for k, v in q["aliases"].items()}, convention=q["convention"],
+                          calls={k: tuple(v) for k, v in q.get("calls", {}).items()})
                  for q in data["questions"]]
     assignment = Assignment(name=data["assignment"], title=data["title"], questions=questions, limits=Limits())
     assignment.checks = [CheckSpec(c["id"], c["question"], c["title"], float(c["points"]), PUBLIC,
@@ -215,7 +216,7 @@ class KitRunner(SubmissionRunner):
                 contextlib.redirect_stderr(err):
             code = StudentCode(KernelSession(self.calls, self.kit.limits), naming=question.naming,  # type: ignore[arg-type]
                                convention=question.convention, asked=self.kit.assignment.withheld_names,
-                               answered_by=self.kit.assignment.answered_by)
+                               answered_by=self.kit.assignment.answered_by, calls=self.kit.assignment.calls)
             for check in checks:
                 with still_running(f'{check.question} "{check.title}"', self.screen):
                     run.checks.append(self._run_check(check, code, shrink=False))

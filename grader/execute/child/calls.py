@@ -140,10 +140,14 @@ class Calls:
         if isinstance(obj, type):
             info["is_module"] = issubclass(obj, torch.nn.Module)
         try:  # the grader matches the assignment's arguments to it (grader/check/signature.py)
-            info["signature"] = [[p.name, _KINDS[p.kind], p.default is not p.empty, _default_text(p.default)]
-                                 for p in inspect.signature(obj).parameters.values()]
+            info["signature"] = _signature(inspect.signature(obj).parameters.values())
         except (TypeError, ValueError):  # no signature Python can read
             info["signature"] = None
+        if info.get("is_module"):  # what a call of an instance takes: the grader names parameters out of order
+            try:
+                info["forward"] = _signature(list(inspect.signature(obj.forward).parameters.values())[1:])
+            except (TypeError, ValueError, AttributeError):
+                info["forward"] = None
         return info
 
     def defined_names(self) -> list[str]:
@@ -174,6 +178,10 @@ _MAX_DEFINED = 2000
 _KINDS = {inspect.Parameter.POSITIONAL_ONLY: "positional", inspect.Parameter.POSITIONAL_OR_KEYWORD: "either",
           inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.KEYWORD_ONLY: "keyword",
           inspect.Parameter.VAR_KEYWORD: "**kwargs"}
+
+
+def _signature(parameters: Any) -> list[list[Any]]:
+    return [[p.name, _KINDS[p.kind], p.default is not p.empty, _default_text(p.default)] for p in parameters]
 
 
 def _from_d2l(obj: Any) -> list[str]:

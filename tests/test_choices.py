@@ -23,6 +23,7 @@ from grader.kit.bundle import KIT_FOLDER
 from grader.kit.runner import Kit, load_kit, run_kit
 from grader.pipeline import grade_submission
 from grader.pipeline.self_check import public_only
+from grader.record.gradescope import gradescope_results
 from grader.record.result_json import result_from_json, result_to_json
 from grader.report.render import render_student_report
 from grader.report.summary import summary_lines
@@ -98,6 +99,8 @@ def test_each_choice_is_a_line_in_the_report_grader_check_and_the_kit(tmp_path: 
     for line in SCORING_LINES:
         assert line in page, line
     assert lines(result) == SCORING_LINES  # in the questions' order, each question's reference first
+    exported = gradescope_results(result)["extra_data"]["questions"]
+    assert [line for q in exported for line in q["choices"]] == SCORING_LINES  # results.json carries them too
     assert [c.kind for c in result.choices if c.question == "q2"] == [ChoiceKind.REFERENCE, ChoiceKind.ARGUMENTS,
                                                                       ChoiceKind.PARAMETERS]
     # A choice is no mistake: the renamed arguments cost nothing, the renamed layer only q2's check of the names.

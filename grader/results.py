@@ -216,6 +216,31 @@ class CheckResult:
                                    smallest=smallest)
 
 
+class ChoiceKind(_Labelled):
+    """Where the student's code left the grader a choice (grader/check/choices.py words each)."""
+
+    ARGUMENTS = "arguments", "constructor arguments matched by their names"
+    PARAMETERS = "parameters", "weights set in parameters named otherwise"
+    NEAR_NAME = "near_name", "a near name not graded in place of the asked one"
+    REFERENCE = "reference", "graded with the reference's earlier answer"
+    OWN_ANSWER = "own_answer", "graded with the student's own earlier answer"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A choice the grader made for the student, and why: a line each under "How your code was read". It names no
+    input or value, so a hidden check's choice is the student's to see."""
+
+    kind: ChoiceKind
+    question: str  # the question it was made in: "q2"
+    chosen: str  # "AdditiveAttention given num_hiddens as `d_hid`"
+    why: str  # "its constructor names its arguments differently from the assignment, ..."
+
+    @property
+    def line(self) -> str:
+        return f"{self.question}: {self.chosen}, because {self.why}."
+
+
 @dataclass(frozen=True)
 class QuestionResult:
     id: str
@@ -224,6 +249,7 @@ class QuestionResult:
     notes: tuple[str, ...] = ()
     stdout: str = ""  # what the student's code printed while this question was graded: instructor only (it could
     stderr: str = ""  # print a hidden check's inputs)
+    choices: tuple[Choice, ...] = ()  # empty in results stored before choices were recorded
 
     @property
     def score(self) -> float:
@@ -362,6 +388,11 @@ class SubmissionResult:
     @property
     def checks(self) -> tuple[CheckResult, ...]:
         return tuple(c for q in self.questions for c in q.checks)
+
+    @property
+    def choices(self) -> tuple[Choice, ...]:
+        """The choices the grader made for the student, question by question: one list for every page."""
+        return tuple(c for q in self.questions for c in q.choices)
 
     @property
     def grader_failed(self) -> bool:

@@ -29,6 +29,8 @@ from grader.discover.program import read_submission
 from grader.execute.child import stubs
 from grader.kit.runner import Kit, load_kit, run_kit
 
+CHOICES = "choices"  # beside the checks' ids: the lines of "How your code was read"
+
 
 def kernel_namespace(kit: Kit, path: Path, stubbed: list[str], withheld: list[str]) -> dict[str, Any]:
     """The names a kernel holds once it has run the submission's cells (in this process: fork first)."""
@@ -51,8 +53,10 @@ def kernel_namespace(kit: Kit, path: Path, stubbed: list[str], withheld: list[st
 def verdicts(kit_folder: Path, path: Path, stubbed: list[str], withheld: list[str]) -> dict[str, Any]:
     kit = load_kit(kit_folder)
     result = run_kit(kit, kernel_namespace(kit, path, stubbed, withheld))
-    return {c.check_id: {"status": c.status, "diagnosis": c.diagnosis.variant if c.diagnosis else None,
-                         "message": c.message} for c in result.checks}
+    found: dict[str, Any] = {c.check_id: {"status": c.status, "diagnosis": c.diagnosis.variant if c.diagnosis else None,
+                                          "message": c.message} for c in result.checks}
+    found[CHOICES] = [c.line for c in result.choices]
+    return found
 
 
 def main() -> int:

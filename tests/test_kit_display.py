@@ -121,8 +121,11 @@ def test_a_questions_notes_and_each_check_are_shown(reports: dict[str, KitReport
     for question in report.result.questions:
         assert said(f"{question.id} {question.title} {question.score:g} / {question.max_score:g}") in page.text
         for note in question.notes:
-            if not note.startswith("Graded with the reference"):
-                assert said(note) in page.text
+            assert said(note) in page.text
+    # The choices the grader made (q2-q4 graded with the reference masked_softmax), as `grader check` prints them.
+    assert report.result.choices
+    assert said(f"How your code was read {' '.join(c.line for c in report.result.choices)}") in page.text
+    assert "How your code was read:" in str(report)
     assert page.count("div", "check") == len(report.result.checks)
     statuses = [attrs["class"].split()[1] for tag, attrs in page.tags if tag == "span" and "badge" in attrs.get(
         "class", "").split()][1:]  # the first is the header's

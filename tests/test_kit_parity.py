@@ -1,7 +1,8 @@
 """One verdict everywhere: for every assignment, each public check gives the same status and the same likely cause in
 the student kit (the student's kernel, tests/kit_kernel.py), in `grader check` (the grader's sandbox, public checks
 only) and in the grader, on every sample submission (tests/submissions/<name>/ and real_style/<name>/) and on every
-known mistake put into the model solution (the mutants of tests/mutants.py, which the mutation test grades too).
+known mistake put into the model solution (the mutants of tests/mutants.py, which the mutation test grades too). The
+kit and `grader check` also say the same lines under "How your code was read".
 
 The one difference by design: a check that gives the student's code a memory budget runs in the grader only (the
 kit's report says so). A difference fails the test with the file, the check and each verdict.
@@ -31,6 +32,7 @@ from grader.pipeline.submission_run import grade_submission
 from grader.results import INVALID, PASSED
 
 from .conftest import with_templates, with_variants
+from .kit_kernel import CHOICES
 from .mutants import write_mutants
 from .sample_classes import by_student
 
@@ -83,6 +85,9 @@ def differences(name: str, checked: dict, kernel: dict, grader_only: set[str], g
             assert "InvalidSubmission" in kernel[path].get("kernel error", ""), (sample, kernel[path])
             continue
         assert "kernel error" not in kernel[path], (sample, kernel[path])
+        chosen = [c.line for c in result.choices]
+        if chosen != kernel[path][CHOICES]:
+            found.append(f"{sample} how the code was read: grader check {chosen}; kit {kernel[path][CHOICES]}")
         full = verdicts_of(graded[path]) if path in graded else {}
         for check_id, (status, diagnosis, message) in verdicts_of(result).items():
             if check_id in grader_only:

@@ -84,6 +84,11 @@ def notes(result: SubmissionResult, question: str) -> str:
     return " ".join(next(q.notes for q in result.questions if q.id == question))
 
 
+def chosen(result: SubmissionResult, question: str) -> str:
+    """What "How your code was read" says of ``question``."""
+    return " ".join(c.line for c in result.choices if c.question == question)
+
+
 def check(result: SubmissionResult, check_id: str) -> object:
     return next(c for c in result.checks if c.check_id == check_id)
 
@@ -133,13 +138,14 @@ def test_renamed_layers_cost_only_the_parameters_check_which_names_them(
 def test_arguments_named_otherwise_are_matched_by_their_names_and_the_report_says_so(
         corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
     renamed = corpus("attention_scoring")["d_hid_signature"]
-    assert "AdditiveAttention's constructor names its arguments differently from the assignment, so the grader " \
-           "matched them by what their names say: num_hiddens as `d_hid`." in notes(renamed, "q2")
-    assert "query_size as `d_q`, key_size as `d_k`" in notes(renamed, "q4")
+    assert "q2: AdditiveAttention given num_hiddens as `d_hid`, because its constructor names its arguments " \
+           "differently from the assignment, and the grader matched them by what their names say." in \
+        chosen(renamed, "q2")
+    assert "BilinearAttention given query_size as `d_q`, key_size as `d_k`" in chosen(renamed, "q4")
     assert "dim as `units`, dropout as `dropout_rate`" in \
-        notes(corpus("keras_additive_attention")["renamed_arguments"], "q1")
+        chosen(corpus("keras_additive_attention")["renamed_arguments"], "q1")
     assert "input_dim as `in_features`, hidden_dim as `hidden_size`" in \
-        notes(corpus("bahdanau_attention")["renamed_arguments"], "q1")
+        chosen(corpus("bahdanau_attention")["renamed_arguments"], "q1")
 
 
 def test_a_signature_that_cannot_be_matched_is_said_once_with_both_signatures(

@@ -195,7 +195,8 @@ def test_output_and_errors_cell_by_cell_and_written_answers(sample_run: ClassRun
     textbook = result_of(sample_run, "textbook")
     text = text_of(page(sample_run, "textbook"))
     assert textbook.answers and all(a.text.splitlines()[0] in text for a in textbook.answers if a.text)
-    assert "Graded with the reference masked_softmax in place of yours" in text
+    assert "How your code was read" in text
+    assert "q2: graded with the reference masked_softmax in place of yours, because" in text
 
 
 def test_student_output_is_shown_as_text_never_run(sample_run: ClassRun) -> None:

@@ -137,7 +137,8 @@ def test_q1_mistake_notes_that_q2_to_q4_used_the_reference(sample_run: ClassRun)
     result = by_student(sample_run)["mistake_softmax_axis"]
     q2 = result.questions[1]
     assert q2.score == 30
-    assert "Graded with the reference masked_softmax in place of yours" in q2.notes[0]
+    assert q2.choices[0].line == ("q2: graded with the reference masked_softmax in place of yours, because a mistake "
+                                  "there then costs points only in q1.")
     assert any(n.startswith("With your own masked_softmax, this check fails") for c in q2.checks for n in c.notes)
 
 

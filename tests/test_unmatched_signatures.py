@@ -145,7 +145,7 @@ def test_arguments_in_another_order_go_by_their_names(tmp_path: Path) -> None:
     result = graded(tmp_path, SWAPPED_ORDER)
     q1 = next(q for q in result.questions if q.id == "q1")
     assert q1.score == q1.max_score, [(c.check_id, c.message) for c in result.checks if not c.passed]
-    assert "input_dim as `input_size`, hidden_dim as `hidden_size`" in " ".join(q1.notes)
+    assert "input_dim as `input_size`, hidden_dim as `hidden_size`" in " ".join(c.line for c in q1.choices)
 
 
 @pytest.mark.slow

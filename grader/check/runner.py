@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from grader.check import choices
 from grader.check.context import CheckContext
 from grader.check.diagnose import diagnose
 from grader.check.lengths_as_mask import MaskSearch, lengths_as_mask
@@ -46,6 +47,7 @@ from grader.results import (
     SHARED_PROBLEM_NOTE,
     TIMEOUT,
     CheckResult,
+    Choice,
     Diagnosis,
     QuestionResult,
     SmallestCase,
@@ -62,7 +64,8 @@ class _QuestionRun:
     checks: list[CheckResult] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
-    notes: list[str] = field(default_factory=list)  # how the grader adapted to the student's code (a renaming)
+    notes: list[str] = field(default_factory=list)  # what the checks point to (a problem they share)
+    choices: list[Choice] = field(default_factory=list)  # what the grader chose for the student (a renaming)
 
 
 def _failed_unit(label: str, cause: CallTimedOut | ProcessDied) -> LoadedUnit:
@@ -234,13 +237,14 @@ class SubmissionRunner:
             compared = bool(question.graded_with_reference) and self._owners_lost_points(question, results)
             run = self._run_question(question, self.assignment.checks_for(question.id), question.provided_names,
                                      last=final and not compared)
-            checks, notes = run.checks, list(run.notes)
+            checks, notes, chosen = run.checks, list(run.notes), choices.in_question(run.choices, question.id)
             if question.graded_with_reference:
-                checks, compared_notes = self._with_own_answers(question, checks, results, last=final)
+                checks, compared_notes, compared = self._with_own_answers(question, checks, results, last=final)
                 notes += compared_notes
+                chosen = [*compared[:1], *chosen, *compared[1:]]  # the reference first: it decides the rest
             checks, setup_notes = self._say_setup_once(checks)
             results[question.id] = QuestionResult(question.id, question.title, tuple(checks),
-                                                   (*setup_notes, *notes), run.stdout, run.stderr)
+                                                   (*setup_notes, *notes), run.stdout, run.stderr, tuple(chosen))
         return list(results.values())
 
     def _say_setup_once(self, checks: list[CheckResult]) -> tuple[list[CheckResult], list[str]]:
@@ -272,7 +276,7 @@ class SubmissionRunner:
         return not all(o in done and done[o].score == done[o].max_score for o in self._owners(question))
 
     def _with_own_answers(self, question: Question, checks: list[CheckResult], done: dict[str, QuestionResult], *,
-                          last: bool) -> tuple[list[CheckResult], list[str]]:
+                          last: bool) -> tuple[list[CheckResult], list[str], list[Choice]]:
         """One rule for a question graded with the reference of what other questions define (docs/writing-checks.md).
 
         The question is graded with the reference in place of the student's own answers, so a mistake there costs
@@ -281,15 +285,15 @@ class SubmissionRunner:
         is run again with their own answers, and the better result counts, said in its message (with their own
         answers, code that runs to a comparison counts over an exception with the reference, and a failure on values
         over a failure on form: it names the mistake). When the owning questions lost points, every check is run
-        again that way too, to say what the reference changed.
+        again that way too, to say what the reference changed. The choices made (the reference; a check's own answers)
+        come back as ``Choice``s, the reference's first.
         """
         names = ", ".join(question.graded_with_reference)
-        owners = ", ".join(self._owners(question))
-        notes = [f"Graded with the reference {names} in place of yours, so a mistake there costs points only in "
-                 f"{owners}."]
+        notes: list[str] = []
+        chosen = [choices.with_reference(question.id, question.graded_with_reference, self._owners(question))]
         convention = {c.check_id for c in checks if self._failed_on_form(c)}
         if not convention and not self._owners_lost_points(question, done):
-            return checks, notes
+            return checks, notes, chosen
         by_reference = {c.check_id: self._setup_failures.pop(c.check_id) for c in checks
                         if c.check_id in self._setup_failures}
         # When the student's own code hangs or crashes here, it is not restarted for it: the reference's result stays.
@@ -309,6 +313,8 @@ class SubmissionRunner:
                 note = (f"Graded with your own {names}: with the reference {names} in its place, your code failed "
                         f"({with_reference.message.rstrip('.')}); with yours {outcome}.")
                 changed.append(dataclasses.replace(with_own, notes=(*with_own.notes, note)))
+                chosen.append(choices.with_own_answers(question.id, question.graded_with_reference, with_own.title,
+                                                       passes=with_own.passed))
                 if with_own.check_id in by_own:
                     self._setup_failures[with_own.check_id] = by_own[with_own.check_id]
                 continue
@@ -321,7 +327,7 @@ class SubmissionRunner:
                 changed.append(with_reference)
         if any(c.notes != o.notes for c, o in zip(changed, checks)):
             notes.append(f"Your own {names} changed the outcome of some checks (marked below).")
-        return changed, notes
+        return changed, notes, chosen
 
     def _failed_on_form(self, check: CheckResult) -> bool:
         """A failure that the student's own earlier answers may explain: their code raised, or an answer had the
@@ -367,6 +373,7 @@ class SubmissionRunner:
                         if result.status in (TIMEOUT, CRASHED) or self.process is not process:
                             break  # the process is gone (a run looking for a smaller failing case may end it too)
                     run.notes += [note for note in code.notes if note not in run.notes]
+                    run.choices += code.choices
                     if process.alive and not session.ended:
                         code.settle(ignore_errors=True)
                         output = session.end()

@@ -181,9 +181,3 @@ def mismatch_message(class_name: str, signature: Sequence[Parameter] | None, wan
             f"{plan.problem}. The grader does not guess by position: name the parameters as the assignment does, "
             f"{class_name}({', '.join(wanted)})")
 
-
-def describe_renaming(class_name: str, plan: CallPlan) -> str:
-    """The report's line when arguments were matched under other names (no values: the same line for every check)."""
-    pairs = ", ".join(f"{ours} as `{theirs}`" for ours, theirs in plan.renamed)
-    return (f"{class_name}'s constructor names its arguments differently from the assignment, so the grader matched "
-            f"them by what their names say: {pairs}.")

@@ -17,13 +17,15 @@ import numpy as np
 from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
 from grader.check.call_order import length_parameters, order_message, out_of_order
+from grader.check.choices import bound_parameters, near_name, renamed_arguments
 from grader.check.near_names import near_names
-from grader.check.signature import Parameter, describe_renaming, mismatch_message, plan_call
+from grader.check.signature import Parameter, mismatch_message, plan_call
 from grader.check.spec import REFERENCE_FILENAME
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, decode_value
 from grader.execute.child import wire
 from grader.execute.process import QuestionSession
+from grader.results import Choice
 
 
 @dataclass(frozen=True)
@@ -261,6 +263,7 @@ class StudentCode:
         # (say, code written for batches where the assignment passes one query).
         self.convention = convention
         self.notes: list[str] = []  # for the question's report: how the grader adapted to the student's code
+        self.choices: list[Choice] = []  # what the grader chose for the student here (grader/check/choices.py)
         self._max_elements = session.process.limits.max_array_elements
         self.calls: list[str] = []  # what was called with what, for the instructor's view of a check
         # This check's answers (operation, reply, blobs, the request's fingerprint), to replay it against
@@ -369,6 +372,7 @@ class StudentCode:
         if not info.exists:
             near = near_names(name, info.defined, taken=self.asked)
             if near:  # not graded in its place: the message names both, so the fix is one rename
+                self.choose(near_name(name, near[0]))
                 raise WrongAnswer(f"`{name}` is not defined in your submission{hint}: you defined `{near[0]}`; the "
                                   f"assignment asks for `{name}` (rename it)",
                                   hint=f"`{name}` is not defined: you defined `{near[0]}`; rename it `{name}`",
@@ -415,6 +419,10 @@ class StudentCode:
         if text not in self.notes:
             self.notes.append(text)
 
+    def choose(self, choice: Choice | None) -> None:
+        if choice is not None and choice not in self.choices:
+            self.choices.append(choice)
+
     def construct(self, name: str, /, *, optional: Mapping[str, Any] | None = None, **kwargs: Any) -> StudentObject:
         """``name(**kwargs)``, the keywords in the assignment's order, adding each ``optional`` keyword that the
         signature names explicitly; arguments the signature names otherwise are matched by what the names say
@@ -428,7 +436,7 @@ class StudentCode:
             message = mismatch_message(name, info.signature, list(kwargs), plan)
             raise WrongAnswer(message, hint=message, setup=True)
         if plan.renamed:
-            self.note(describe_renaming(name, plan))
+            self.choose(renamed_arguments(name, plan))
         shown = ", ".join([repr(a) for a in plan.args] + [f"{k}={v!r}" for k, v in plan.kwargs.items()])
         self.log(f"{name}({shown})")
         try:
@@ -463,6 +471,7 @@ class ReplayedCode(StudentCode):
         self.lengths_passed = []
         self.rewrite = None
         self.notes = []
+        self.choices = []
         self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
         self.known_at_start = dict(self.known)
         self.budgeted = False
@@ -600,6 +609,7 @@ class StudentObject:
             hint = f"{self.class_name}'s parameters have other shapes than the assignment's" if binding.wrong_shape \
                 else without_sizes(message)
             raise WrongAnswer(message, hint=hint, setup=True)
+        self.code.choose(bound_parameters(self.class_name, binding))
         names = [name for name in params if name in binding.bound]
         blobs = [wire.encode_array(np.asarray(params[name], dtype=np.float32)) for name in names]
         for name in names:

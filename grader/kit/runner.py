@@ -221,6 +221,7 @@ class KitRunner(SubmissionRunner):
                 with still_running(f'{check.question} "{check.title}"', self.screen):
                     run.checks.append(self._run_check(check, code, shrink=False))
             run.notes += [note for note in code.notes if note not in run.notes]
+            run.choices += code.choices
             code.settle(ignore_errors=True)
         run.stdout, run.stderr = out.getvalue(), err.getvalue()
         return run

@@ -63,7 +63,7 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
             "submitted_at": result.submitted_at,
             "graded_at": result.graded_at,
             "questions": [{"id": q.id, "score": json_number(q.score), "max_score": json_number(q.max_score),
-                           "notes": list(q.notes)} for q in result.questions],
+                           "notes": list(q.notes), "choices": [c.line for c in q.choices]} for q in result.questions],
             "answers": {a.id: a.text for a in result.answers},
             "notes": list(result.notes),
             "environment": dict(result.environment),

@@ -28,6 +28,7 @@ from grader.paths import TEMPLATES_DIR
 from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
+from grader.report.summary import CHOICES_HEADING
 from grader.results import GRADED, HIDDEN, PUBLIC, SubmissionResult, TensorDiff, UnitStatus, status_label
 from grader.times import describe_duration, describe_late, describe_time
 
@@ -79,7 +80,8 @@ def _environment() -> jinja2.Environment:
                        number=_number, exact=exact, label=status_label,
                        moment=describe_time, duration=describe_duration, folder=file_name, readable=readable)
     env.globals.update(heatmap_figure=heatmap_figure, diff_blocks=diff_blocks, PUBLIC=PUBLIC, HIDDEN=HIDDEN,
-                       GRADED=GRADED, UnitStatus=UnitStatus, describe_late=describe_late)
+                       GRADED=GRADED, UnitStatus=UnitStatus, describe_late=describe_late,
+                       CHOICES_HEADING=CHOICES_HEADING)
     return env
 
 

@@ -16,6 +16,8 @@ from grader.results import GRADED, PASSED, CheckResult, QuestionResult, Submissi
 _COLOURS = {"green": "32", "red": "31", "yellow": "33", "bold": "1", "dim": "2"}
 HIDDEN_SENTENCE = ("Hidden checks, on other inputs, also count towards your grade: your instructor runs them when "
                    "grading.")
+# The heading of the choices the grader made for the student (results.Choice), on every page and in every summary.
+CHOICES_HEADING = "How your code was read"
 
 
 class Summarised(Protocol):
@@ -40,8 +42,8 @@ def all_passed(result: SubmissionResult) -> bool:
 
 
 def question_notes(question: QuestionResult) -> tuple[str, ...]:
-    """What the checks point to (a problem they share, said once) and how the grader adapted to the code (a
-    renaming); not the standing note on grading with the reference."""
+    """What the checks point to (a problem they share, said once); not the note on grading with the reference that
+    results stored before choices were recorded hold (it is a choice now, listed apart)."""
     return tuple(n for n in question.notes if not n.startswith("Graded with the reference"))
 
 
@@ -163,6 +165,11 @@ def summary_lines(check: Summarised, *, heading: str = "", colour: bool = False)
             _failed_lines(out, (c for c in question.checks if c.status != PASSED))
         for qid, title in check.unchecked:
             out.line(f"{f'{qid}  {title}':<{width}}  {out.paint('no public check', 'dim')}")
+        if result.choices:
+            out.line()
+            out.line(f"{CHOICES_HEADING}:")
+            for choice in result.choices:
+                out.block(choice.line, 2)
         unfinished = unfinished_units(result)
         if unfinished:
             out.line()

@@ -10,6 +10,7 @@ importable in it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,3 +120,16 @@ def test_an_environment_without_a_named_package_cannot_import_it(tmp_path: Path)
     done = subprocess.run([str(python), "-c", "import numpy, importlib.util as u; print(u.find_spec('torch'))"],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "None", done.stderr
+
+
+def test_the_install_takes_less_disk_than_the_guide_says(kits: Path) -> None:
+    """What the guide names, with what it brings, for every kit, fits in the size the guide states."""
+    from grader.kit.wheel import KIT_REQUIREMENTS
+
+    guide = (ROOT / "docs" / "student-kit.md").read_text()
+    stated = float(re.search(r"and (\d+(?:\.\d+)?) GB on disk", guide).group(1)) * 1e9  # type: ignore[union-attr]
+    for kit in sorted(p for p in kits.iterdir() if p.is_dir()):
+        named = _requirements([*KIT_REQUIREMENTS, *(kit / REQUIREMENTS_FILE).read_text().splitlines()])
+        size = sum(os.path.getsize(path) for d in _closure(named).values() for f in d.files or []
+                   if (path := Path(str(d.locate_file(f)))).is_file())
+        assert size < stated, (kit.name, size)

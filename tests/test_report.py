@@ -150,7 +150,7 @@ def test_hidden_checks_reveal_nothing_of_their_cases_to_the_student(sample_run: 
         assert f"seed {check.seed}" not in report and f"seed {check.seed}" in instructor
         # Its values, less any a public check of this student shows too (a 1/6 of the toy example, say).
         numbers = numbers_of(check) - {n for c in result.checks if c.visibility == PUBLIC for n in numbers_of(c)}
-        assert len(numbers) > 20
+        assert len(numbers) > 8  # however small the case the course's secret draws: weights of 2 x 3 x 4 at least
         # As whole numbers: a page's exact reprs (title attributes) hold longer numbers that may start with one.
         assert not [n for n in numbers if shows_number(report, n)]
         assert all(shows_number(instructor, n) for n in numbers)

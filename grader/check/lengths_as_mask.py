@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from grader.check.context import CheckContext
+from grader.check.shrink import run_again
 from grader.check.spec import CheckSpec
 from grader.check.student import LengthsCall, Rewrite, StudentCode
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, WrongAnswer
@@ -154,16 +155,9 @@ PASSED, FAILED, RAISED, LOST = "passed", "failed", "raised", "lost"
 def run_with(check: CheckSpec, seed: int, code: StudentCode, form: MaskForm | None) -> str:
     """The check run again with the lengths as ``form``'s mask (None: as None): passed, failed (on an answer),
     raised, or lost (the process hung or died); what the code answered stays in ``code.replies``."""
-    run = CheckContext(student=code, seed=seed)
     code.rewrite = _rewrite(form)
     try:
-        code.seed(seed)
-        try:
-            check.run(run)
-        except WrongAnswer:
-            code.settle(ignore_errors=True)
-            raise
-        code.settle()
+        run_again(CheckContext(student=code, seed=seed), check, seed, code)
     except WrongAnswer:
         return FAILED
     except (CallTimedOut, ProcessDied):

@@ -69,19 +69,25 @@ def candidates(size: int, floor: int, step: int = 1) -> list[int]:
     return sorted({floor + (value - floor) // step * step for value in wanted if value >= floor} - {size})
 
 
+def run_again(run: CheckContext, check: CheckSpec, seed: int, code: StudentCode) -> None:
+    """``check`` run again in ``run``, seeded as when graded; raises what it raises (a WrongAnswer once the
+    replies the code still owes are read, so that the next run starts clean)."""
+    code.seed(seed)
+    try:
+        check.run(run)
+    except WrongAnswer:
+        code.settle(ignore_errors=True)
+        raise
+    code.settle()
+
+
 def run_at_sizes(check: CheckSpec, seed: int, code: StudentCode,
                  sizes: Mapping[str, int]) -> tuple[CheckContext, WrongAnswer | None]:
     """The check run again, seeded as before, with ``sizes`` forced on its ``ctx.sizes``: its context, and the wrong
     answer it found, if it found one. A hang or a crash raises (CallTimedOut, ProcessDied)."""
     run = CheckContext(student=code, seed=seed, forced=sizes)
     try:
-        code.seed(seed)
-        try:
-            check.run(run)
-        except WrongAnswer:
-            code.settle(ignore_errors=True)
-            raise
-        code.settle()
+        run_again(run, check, seed, code)
     except WrongAnswer as exc:
         return run, exc
     except (CallTimedOut, ProcessDied, ConfigurationError):

@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install kit system-deps test-tools grade check test lint bench bench-kit soak screenshots gradescope clean
+.PHONY: install kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean
 
 install: $(STAMP)
 
@@ -75,6 +75,12 @@ lint: $(STAMP)
 
 test: system-deps test-tools lint
 	$(BIN)/python -m pytest
+
+# One assignment's tests (NAME=attention_scoring), after lint: every test whose id names it (its templates, its
+# variants' mutations, its sample class, its own test file). -k matches a substring, so NAME=toy also runs toy_written.
+test-assignment: lint
+	@test -n "$(NAME)" || { echo "usage: make test-assignment NAME=assignment_name" >&2; exit 2; }
+	$(BIN)/python -m pytest -q -k $(NAME)
 
 # This grader against a kernel-per-notebook baseline on a synthetic class (tests/benchmark.py; docs/performance.md).
 # BENCH_ARGS, e.g. "--students 100 --large 0", makes it shorter.

@@ -27,7 +27,7 @@ import numpy as np
 from grader.check.context import CheckContext
 from grader.check.runner import SubmissionRunner, _QuestionRun
 from grader.check.spec import Assignment, CheckSpec, Question
-from grader.check.student import StudentCode
+from grader.check.student import CachedSources, StudentCode
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
@@ -206,7 +206,7 @@ class KitRunner(SubmissionRunner):
                 contextlib.redirect_stderr(err):
             code = StudentCode(KernelSession(self.calls), naming=question.naming,  # type: ignore[arg-type]
                                convention=question.convention, asked=self.kit.assignment.withheld_names,
-                               answered_by=self.kit.assignment.answered_by)
+                               answered_by=self.kit.assignment.answered_by, sources=CachedSources())
             for check in checks:
                 run.checks.append(self._run_check(check, code, shrink=False))
             run.notes += [note for note in code.notes if note not in run.notes]

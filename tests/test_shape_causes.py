@@ -69,11 +69,12 @@ def test_an_extra_axis_of_size_1_is_compared_as_the_expected_shape(keys: int, se
     expected = np.random.default_rng(seed).dirichlet(np.ones(keys))
     mismatch = compare_tensor("w", tensor(expected.reshape(keys, 1) + off), expected, axes=("keys",))
     assert mismatch is not None and mismatch.category == "shape" and mismatch.read is (off == 0.0)
-    start = f"w has shape ({keys}, 1), expected ({keys},) for (keys): it has an extra axis of size 1; read as ({keys},), "
-    assert mismatch.message.startswith(start + ("its values are right" if off == 0.0 else "it differs from the "
-                                                                                          "reference in"))
+    read = "its values are right" if off == 0.0 else "it differs from the reference in"
+    assert mismatch.message.startswith(f"w has shape ({keys}, 1), expected ({keys},) for (keys): it has an extra axis "
+                                       f"of size 1; read as ({keys},), {read}")
     values = "its values are right" if off == 0.0 else "its values differ too"
-    assert mismatch.hint == f"w has the wrong shape (it has an extra axis of size 1; read in the expected shape, {values})"
+    assert mismatch.hint == f"w has the wrong shape (it has an extra axis of size 1; read in the expected shape, " \
+                            f"{values})"
 
 
 @given(shape=st.lists(st.integers(2, 5), min_size=2, max_size=4, unique=True), seed=st.integers(0, 2**16),

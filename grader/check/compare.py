@@ -2,7 +2,8 @@
 
 missing -> wrong type -> wrong shape -> wrong dtype kind -> non-finite values -> values
 (the order of PrairieLearn's check_numpy_array_allclose). ``message`` has the numbers; ``hint`` is safe to
-show for hidden checks (no inputs, no expected values).
+show for hidden checks (no inputs, no expected values). A shape that differs is told with what the answer shows
+(shapes.py), and an answer off only by axes of size 1 is compared in the expected shape too.
 """
 
 from __future__ import annotations

@@ -96,7 +96,8 @@ def _broadcast(actual: np.ndarray, expected: np.ndarray, axes: Sequence[str] | N
         wanted = "[" + ", ".join("k" if p == by else "0" if p == along else ":" for p in range(actual.ndim)) + "]"
         if axes:
             what, where = f"the {_word(axes[by])}", f"the {_word(axes[along])} axis"
-            entries = f"the {_word(axes[by])}'s {actual.shape[along]} entries"
+            owner = _word(axes[by]) + ("'" if axes[by].endswith("s") else "'s")
+            entries = f"the {owner} {actual.shape[along]} entries"
         else:
             what, where = f"axis {by}", f"axis {along}"
             entries = f"{actual.shape[along]} entries"

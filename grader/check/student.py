@@ -399,7 +399,7 @@ class StudentCode:
             if filename == REFERENCE_FILENAME or _provided_name(filename):
                 continue
             text = self.sources.text(filename)
-            lines = text.splitlines() if text else []
+            lines = io.StringIO(text or "", newline="").readlines()  # as compile() counts lines
             for at in bare_call_lines(text or "", line, method):
                 place = f"{_place(filename, at)}: `{lines[at - 1].strip()[:120]}`"
                 if place not in found:

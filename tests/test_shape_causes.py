@@ -1,8 +1,8 @@
 """Issue 28, item 7: symptoms with their causes. An answer of another shape is told axis by axis with the check's
 named sizes, and a cause is said only where the answer bears it out (a broadcast whose diagonal is the expected
-answer, a transposition that gives it); an answer that differs only in axes of size 1 is still compared, read in the
-expected shape, so a shape slip does not hide the mistake its values show; and a check-named cause (bahdanau's
-`.squeeze()`) needs the squeeze in the code that raised, not only the error it may give."""
+answer, a transposition that gives it); an answer off only by axes of size 1 added or removed is still compared, read
+in the expected shape, so a shape slip does not hide the mistake its values show; and a check-named cause
+(bahdanau's `.squeeze()`) needs the squeeze in the code that raised, not only the error it may give."""
 
 from __future__ import annotations
 
@@ -75,6 +75,18 @@ def test_an_extra_axis_of_size_1_is_compared_as_the_expected_shape(keys: int, se
     values = "its values are right" if off == 0.0 else "its values differ too"
     assert mismatch.hint == f"w has the wrong shape (it has an extra axis of size 1; read in the expected shape, " \
                             f"{values})"
+
+
+def test_a_size_1_axis_in_another_place_is_not_read_as_the_expected_shape() -> None:
+    """(batch, keys, 1) for (batch, 1, keys): the keys are in the queries' place. Read as the expected shape, the
+    weights of a softmax over that one query (all 1) would pass for a softmax over the queries, a mistake it is not."""
+    sizes = {"batch": 2, "queries": 1, "keys": 10}
+    mismatch = compare_tensor("w", tensor(np.ones((2, 10, 1))), np.full((2, 1, 10), 0.1),
+                              axes=("batch", "queries", "keys"), sizes=sizes)
+    assert mismatch is not None and mismatch.read is None
+    assert mismatch.message == ("w has shape (2, 10, 1), expected (2, 1, 10) for (batch, queries, keys): its axis 1 "
+                                "has size 10 (keys) where the queries axis has 1; its axis 2 has size 1 (queries) "
+                                "where the keys axis has 10")
 
 
 @given(shape=st.lists(st.integers(2, 5), min_size=2, max_size=4, unique=True), seed=st.integers(0, 2**16),

@@ -3,7 +3,7 @@
 missing -> wrong type -> wrong shape -> wrong dtype kind -> non-finite values -> values
 (the order of PrairieLearn's check_numpy_array_allclose). ``message`` has the numbers; ``hint`` is safe to
 show for hidden checks (no inputs, no expected values). A shape that differs is told with what the answer shows
-(shapes.py), and an answer off only by axes of size 1 is compared in the expected shape too.
+(shapes.py), and an answer off only by axes of size 1 added or removed is compared in the expected shape too.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ class Mismatch:
     category: str  # missing, type, shape, dtype, nonfinite, values
     message: str
     hint: str
-    # A shape that differs only in axes of size 1: whether the answer, read in the expected shape, equals the
-    # expected (a known mistake's replay is matched on this reading, diagnose.py); None for any other mismatch.
+    # A shape that is the expected one with axes of size 1 added or removed: whether the answer, read in the
+    # expected shape, equals the expected (a known mistake's replay is matched on this reading, diagnose.py); None
+    # for any other mismatch.
     read: bool | None = None
 
 

@@ -78,8 +78,9 @@ class CheckContext:
         # failed: a replay with a known-wrong variant names it only if it meets that very expectation (diagnose.py).
         self.points: list[str] = []
         self.failed_at: int | None = None
-        # Expectations whose answer had only axes of size 1 too many or too few: its index -> whether the answer,
-        # read in the expected shape, equals the expected (a replay is matched on that reading, diagnose.py).
+        # Expectations whose answer had axes of size 1 too many or too few, and no other difference: its index ->
+        # whether the answer, read in the expected shape, equals the expected (a replay is matched on that reading,
+        # diagnose.py).
         self.read: dict[int, bool] = {}
         self.seed = seed
         self.rng = np.random.default_rng(seed)

@@ -10,8 +10,8 @@ likely cause only when it reproduces the failure on the failing inputs:
   met every one before it, and then passes or asks for an answer the graded run never got (it stopped at the
   failure: ``ReplayExhausted``).
 
-- or the failure was on the shape of an answer that differs from the expected only in axes of size 1 (the same
-  entries in the same order), which the check then compared as the expected shape (shapes.py): the replay fails at
+- or the failure was on the shape of an answer that is the expected shape with axes of size 1 added or removed (the
+  same entries in the same order), which the check then compared as the expected shape (shapes.py): the replay fails at
   that very expectation too, and there the answer so read equals the variant's, while it differs from the
   reference's. A shape error then does not hide the mistake its values show.
 
@@ -43,9 +43,9 @@ def reproduces(replay: CheckContext, failed: CheckContext) -> bool:
 
 
 def reproduces_as_read(replay: CheckContext, failed: CheckContext) -> bool:
-    """Whether a replay that failed, as ``failed`` did, on the shape of an answer read in the expected shape (only
-    axes of size 1 differ), failed at the same expectation, and found the answer so read to be the variant's, where
-    the graded run found it not to be the reference's."""
+    """Whether a replay that failed, as ``failed`` did, on the shape of an answer read in the expected shape (axes
+    of size 1 added or removed, and nothing else), failed at the same expectation, and found the answer so read to be
+    the variant's, where the graded run found it not to be the reference's."""
     at = failed.failed_at
     return (at is not None and replay.failed_at == at and replay.points[:at + 1] == failed.points[:at + 1]
             and failed.read.get(at) is False and replay.read.get(at) is True)

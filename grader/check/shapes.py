@@ -4,8 +4,8 @@ A shape message alone ("has shape (2, 2, 4), expected (2, 1, 4)") leaves the stu
 before any value is compared, so a mistake in the values stays hidden behind it. Here the answer is read in the
 expected shape where its shape allows it, and a cause is said only where the values bear it out:
 
-- only axes of size 1 differ (an extra ``(n, 1)`` column, a ``.squeeze()`` too many): the same entries in the same
-  order, so the answer is compared as the expected shape, and whether its values are right is said either way (the
+- axes of size 1 added or removed (an extra ``(n, 1)`` column, a ``.squeeze()`` too many): the same entries in the
+  same order, so the answer is compared as the expected shape, and whether its values are right is said either way (the
   diagnosis replays this reading, diagnose.py);
 - one axis has n entries where 1 is expected, n being another axis's size: broadcast along it, which is said only
   when the diagonal (entry [k, k] along the two axes) is the expected answer;
@@ -29,8 +29,8 @@ MAX_PERMUTED_AXES = 4  # beyond this, 120+ orders to try: transposition is not l
 class ShapeStory:
     told: str  # follows "has shape X, expected Y": the axes' names, and what the answer shows (with sizes)
     hint: str  # what the answer shows without sizes, for a hidden check ("" when nothing is said)
-    # The answer in the expected shape when only axes of size 1 differ (the same entries in the same order), for the
-    # caller to compare: what its values show is said whatever they are.
+    # The answer in the expected shape when axes of size 1 were added or removed (the same entries in the same
+    # order), for the caller to compare: what its values show is said whatever they are.
     reading: np.ndarray | None = None
 
 
@@ -38,8 +38,9 @@ def _word(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _axis(axes: Sequence[str] | None, k: int) -> str:
-    return f"the {_word(axes[k])} axis" if axes else f"axis {k}"
+def _where(axes: Sequence[str] | None, k: int, size: int) -> str:
+    """'where the queries axis has 1', or without names 'where 1 is expected'."""
+    return f"where the {_word(axes[k])} axis has {size}" if axes else f"where {size} is expected"
 
 
 def _floats(array: np.ndarray | None) -> np.ndarray | None:
@@ -52,22 +53,30 @@ def _equal(actual: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -
 
 
 def same_entries(got: tuple[int, ...], expected: tuple[int, ...]) -> bool:
-    """Whether the shapes differ only in axes of size 1, so the entries are the same in the same order."""
-    return got != expected and [n for n in got if n != 1] == [n for n in expected if n != 1]
+    """Whether one shape is the other with axes of size 1 added (or only removed): the same entries in the same
+    order, each where it belongs. Not a size-1 axis moved: (2, 10, 1) for (2, 1, 10) has its keys in the queries'
+    place, and read as (2, 1, 10) every weight of a softmax over that one query would look like a softmax over the
+    queries."""
+    if got == expected or len(got) == len(expected):
+        return False
+    short, long = (got, expected) if len(got) < len(expected) else (expected, got)
+    rest = iter(long)
+    if not all(any(n == m for m in rest) for n in short):  # short is a subsequence of long
+        return False
+    return sorted(long) == sorted([*short, *[1] * (len(long) - len(short))])
 
 
 def _ones(got: tuple[int, ...], expected: tuple[int, ...], axes: Sequence[str] | None) -> str:
+    """What a shape that is the expected one with axes of size 1 added or removed (same_entries) shows."""
     extra = got.count(1) - expected.count(1)
     if extra > 0:
         return "it has an extra axis of size 1" if extra == 1 else f"it has {extra} extra axes of size 1"
-    if extra < 0:
-        ones = [k for k, n in enumerate(expected) if n == 1]
-        start = "it is 0-d, with" if not got else "it has"
-        if axes and len(ones) == -extra:
-            names = " and ".join(_word(axes[k]) for k in ones)
-            return f"{start} no {names} ax{'is' if len(ones) == 1 else 'es'} (of size 1)"
-        return f"{start} one axis of size 1 too few" if extra == -1 else f"{start} {-extra} axes of size 1 too few"
-    return "its axes of size 1 are in other places"
+    ones = [k for k, n in enumerate(expected) if n == 1]
+    start = "it is 0-d, with" if not got else "it has"
+    if axes and len(ones) == -extra:
+        names = " and ".join(_word(axes[k]) for k in ones)
+        return f"{start} no {names} ax{'is' if len(ones) == 1 else 'es'} (of size 1)"
+    return f"{start} one axis of size 1 too few" if extra == -1 else f"{start} {-extra} axes of size 1 too few"
 
 
 def diagonal(actual: np.ndarray, along: int, by: int) -> np.ndarray:
@@ -102,8 +111,8 @@ def _broadcast(actual: np.ndarray, expected: np.ndarray, axes: Sequence[str] | N
             what, where = f"axis {by}", f"axis {along}"
             entries = f"{actual.shape[along]} entries"
         cause = f"something indexed by {what} was broadcast along {where}"
-        told = (f"its axis {along} has {entries} where {where} has 1 ({entry} is the expected {wanted} for each k): "
-                f"{cause}")
+        told = (f"its axis {along} has {entries} {_where(axes, along, 1)} ({entry} is the expected {wanted} for "
+                f"each k): {cause}")
         return told, cause
     return None
 
@@ -140,8 +149,8 @@ def _axes_that_differ(got: tuple[int, ...], expected: tuple[int, ...], axes: Seq
         if got and all(len(found) == 1 for found in names):
             said += f", with the sizes of ({', '.join(_word(found[0]) for found in names)})"
         return said
-    return "; ".join(f"its axis {k} has size {got[k]}{_sizes_named(got[k], sizes)} where {_axis(axes, k)} has "
-                     f"{expected[k]}" for k in range(len(got)) if got[k] != expected[k])
+    return "; ".join(f"its axis {k} has size {got[k]}{_sizes_named(got[k], sizes)} {_where(axes, k, expected[k])}"
+                     for k in range(len(got)) if got[k] != expected[k])
 
 
 def explain_shape(actual: np.ndarray | None, got: tuple[int, ...], expected: np.ndarray, *,

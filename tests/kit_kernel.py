@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import io
 import json
+import linecache
 import os
 import sys
 from datetime import UTC, datetime
@@ -44,9 +45,16 @@ def kernel_namespace(kit: Kit, path: Path, stubbed: list[str], withheld: list[st
     sys.modules.update(grader_modules)
     os.chdir(path.parent)
     for unit in program.units:
+        text = "\n" * (unit.first_line - 1) + unit.source
+        # As IPython does: each cell's text in the line cache, for tracebacks (and the kit's reading of the code a
+        # failing call ran through). A .py's statements are its one file's lines.
+        before = linecache.cache.get(unit.filename, (0, None, [], ""))[2][:unit.first_line - 1]
+        before += ["\n"] * (unit.first_line - 1 - len(before))
+        lines = [*before, *io.StringIO(unit.source, newline="").readlines()]
+        linecache.cache[unit.filename] = (len(text), None, lines, unit.filename)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                 contextlib.suppress(BaseException):  # a cell that raises does not stop the next
-            exec(compile("\n" * (unit.first_line - 1) + unit.source, unit.filename, "exec"), namespace)
+            exec(compile(text, unit.filename, "exec"), namespace)
     return namespace
 
 

@@ -43,4 +43,5 @@ def test_hidden_hint_reveals_no_values_or_shapes() -> None:
     wrong = compare_tensor("w", tensor(EXPECTED + 0.1), EXPECTED)
     assert wrong is not None and wrong.hint == "w differs from the reference in 100% of entries"
     shaped = compare_tensor("w", tensor(EXPECTED.T), EXPECTED)
-    assert shaped is not None and shaped.hint == "w has the wrong shape" and "(2, 3)" not in shaped.hint
+    assert shaped is not None and shaped.hint.startswith("w has the wrong shape")
+    assert not any(character.isdigit() for character in shaped.hint), shaped.hint

@@ -38,12 +38,15 @@ EXPECTED = {
         "weights_in_a_local": {"q1": 25, "q2": 30, "q3": 22, "q4": 20},
         "book_answers_from_d2l": {"q1": 25, "q2": 0, "q3": 0, "q4": 20},
         "valid_lens_as_mask": {"q1": 3, "q2": 30, "q3": 3, "q4": 20},
+        "padding_mask_unsqueezed_at_0": {"q1": 25, "q2": 30, "q3": 3, "q4": 20},
     },
     "bahdanau_attention": {
         "w1_w2_v_names": {"q1": 25, "q2": 40, "q3": 0},
         "renamed_arguments": {"q1": 30, "q2": 0, "q3": 0},
         "batched_convention": {"q1": 5, "q2": 0, "q3": 0},
         "softmax_dim1": {"q1": 11, "q2": 40, "q3": 0},
+        "scores_column_no_tanh": {"q1": 5, "q2": 40, "q3": 0},
+        "squeezed_then_softmax_dim1": {"q1": 5, "q2": 0, "q3": 0},
     },
     "keras_additive_attention": {
         "renamed_arguments": {"q1": 40, "q2": 45, "q3": 15},
@@ -196,8 +199,25 @@ def test_real_mistakes_are_named(corpus: Callable[[str], dict[str, SubmissionRes
     assert named("dot_ignores_valid_lens") == {"q3.ignores_valid_lens"}
     assert named("additive_no_projections") == {"q2.no_projections"}
     assert named("no_tanh_squeezed") == {"q2.no_tanh"}  # behind the shape error its squeeze() causes on one query
-    assert {c.diagnosis.variant for c in corpus("bahdanau_attention")["softmax_dim1"].checks
+    assert named("padding_mask_unsqueezed_at_0") == set()  # its shape is told, with what it shows (below)
+    bahdanau = corpus("bahdanau_attention")
+    assert {c.diagnosis.variant for c in bahdanau["softmax_dim1"].checks
             if c.diagnosis is not None} == {"q1.softmax_size_one_axis"}
+    # Behind an (n, 1) column of weights: read as (n,), its values show the missing tanh.
+    assert {c.diagnosis.variant for c in bahdanau["scores_column_no_tanh"].checks
+            if c.diagnosis is not None} == {"q1.no_tanh"}
+    # A 0-d-like error with one key, but no bare .squeeze() in the code that raised: no squeeze named.
+    assert all(c.diagnosis is None for c in bahdanau["squeezed_then_softmax_dim1"].checks)
+
+
+def test_shape_errors_say_what_the_answer_shows(corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    scoring = corpus("attention_scoring")
+    assert "something indexed by the batch was broadcast along the queries axis" in \
+        student_reads(scoring["padding_mask_unsqueezed_at_0"], "q3.toy_example")
+    assert "your code calls .squeeze() with no axis (line 33: `scores = self.w_v(features).squeeze()`)" in \
+        student_reads(scoring["no_tanh_squeezed"], "q2.toy_example")
+    assert "it has an extra axis of size 1; read as (10,), it differs from the reference" in \
+        student_reads(corpus("bahdanau_attention")["scores_column_no_tanh"], "q1.seed_example")
 
 
 @pytest.mark.parametrize("assignment", SAME_FOR_EVERYONE)

@@ -2,15 +2,18 @@
 
 missing -> wrong type -> wrong shape -> wrong dtype kind -> non-finite values -> values
 (the order of PrairieLearn's check_numpy_array_allclose). ``message`` has the numbers; ``hint`` is safe to
-show for hidden checks (no inputs, no expected values).
+show for hidden checks (no inputs, no expected values). A shape that differs is told with what the answer shows
+(shapes.py), and an answer off only by axes of size 1 added or removed is compared in the expected shape too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from grader.check.shapes import explain_shape
 from grader.execute.arguments import Returned
 
 
@@ -19,6 +22,10 @@ class Mismatch:
     category: str  # missing, type, shape, dtype, nonfinite, values
     message: str
     hint: str
+    # A shape that is the expected one with axes of size 1 added or removed: whether the answer, read in the
+    # expected shape, equals the expected (a known mistake's replay is matched on this reading, diagnose.py); None
+    # for any other mismatch.
+    read: bool | None = None
 
 
 def _index(flat: int, shape: tuple[int, ...]) -> str:
@@ -52,10 +59,13 @@ def largest_error(actual: np.ndarray, expected: np.ndarray, *, rtol: float = 1e-
 
 
 def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
-                   rtol: float = 1e-4, atol: float = 1e-5, numpy: bool = False) -> Mismatch | None:
+                   rtol: float = 1e-4, atol: float = 1e-5, numpy: bool = False, axes: Sequence[str] | None = None,
+                   sizes: Mapping[str, int] | None = None) -> Mismatch | None:
     """None when ``got`` is a plain torch tensor equal to ``expected`` within ``atol + rtol * |expected|``.
 
     ``numpy``: the question is answered in NumPy, so a NumPy array is what is asked (a plain tensor passes too).
+    ``axes`` names ``expected``'s axes and ``sizes`` the check's sizes, for saying what an answer of another shape
+    shows (shapes.py).
     """
     if got is None:
         return Mismatch("missing", f"{label} is missing", f"{label} is missing")
@@ -72,8 +82,7 @@ def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
         hint = f"{label} is not a torch.Tensor (it is a {got.type_name})"
         return Mismatch("type", text, hint)
     if got.shape != expected.shape:
-        return Mismatch("shape", f"{label} has shape {got.shape}, expected {expected.shape}",
-                        f"{label} has the wrong shape")
+        return _shape_mismatch(label, got, expected, rtol=rtol, atol=atol, axes=axes, sizes=sizes)
     if got.array is None:
         return Mismatch("dtype", f"{label} has dtype {got.dtype}, which the grader cannot compare",
                         f"{label} has dtype {got.dtype}")
@@ -81,8 +90,30 @@ def compare_tensor(label: str, got: Returned | None, expected: np.ndarray, *,
     if expected.dtype.kind == "f" and actual.dtype.kind != "f":
         text = f"{label} has dtype {got.dtype}; expected a floating-point tensor"
         return Mismatch("dtype", text, text)
-    actual = actual.astype(np.float64)
-    expected = expected.astype(np.float64)
+    return values_mismatch(label, actual.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol)
+
+
+def _shape_mismatch(label: str, got: Returned, expected: np.ndarray, *, rtol: float, atol: float,
+                    axes: Sequence[str] | None, sizes: Mapping[str, int] | None) -> Mismatch:
+    story = explain_shape(got.array, tuple(got.shape or ()), expected, axes=axes, sizes=sizes, rtol=rtol, atol=atol)
+    message = f"{label} has shape {got.shape}, expected {expected.shape}{story.told}"
+    hint = f"{label} has the wrong shape" + (f" ({story.hint})" if story.hint else "")
+    if story.reading is None:
+        return Mismatch("shape", message, hint)
+    wrong = values_mismatch("it", story.reading, expected.astype(np.float64), rtol=rtol, atol=atol)
+    if wrong is None:
+        return Mismatch("shape", f"{message}; read as {expected.shape}, its values are right",
+                        f"{label} has the wrong shape ({story.hint}; read in the expected shape, its values are "
+                        "right)", read=True)
+    return Mismatch("shape", f"{message}; read as {expected.shape}, {wrong.message}",
+                    f"{label} has the wrong shape ({story.hint}; read in the expected shape, its values differ "
+                    "too)", read=False)
+
+
+def values_mismatch(label: str, actual: np.ndarray, expected: np.ndarray, *, rtol: float = 1e-4,
+                    atol: float = 1e-5) -> Mismatch | None:
+    """Two float64 arrays of one shape: None when equal within ``atol + rtol * |expected|``, else the first of a
+    non-finite value where the reference is finite and the values that differ."""
     bad_finite = ~np.isfinite(actual) & np.isfinite(expected)
     if bad_finite.any():
         first = int(np.flatnonzero(bad_finite)[0])

@@ -15,6 +15,7 @@ import numpy as np
 
 from grader.check.array_text import array_text
 from grader.check.compare import compare_tensor, largest_error
+from grader.check.shapes import same_entries
 from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
 from grader.execute.arguments import Returned
@@ -77,11 +78,16 @@ class CheckContext:
         # failed: a replay with a known-wrong variant names it only if it meets that very expectation (diagnose.py).
         self.points: list[str] = []
         self.failed_at: int | None = None
+        # Expectations whose answer had axes of size 1 too many or too few, and no other difference: its index ->
+        # whether the answer, read in the expected shape, equals the expected (a replay is matched on that reading,
+        # diagnose.py).
+        self.read: dict[int, bool] = {}
         self.seed = seed
         self.rng = np.random.default_rng(seed)
         # Sizes the runner imposes when it looks for a smaller failing case, and the sizes this run used.
         self.forced = dict(forced or {})
         self.drawn: dict[str, int] = {}
+        self.named: dict[str, int] = {}  # a fixed case's sizes by name (name_sizes): for messages only, never shrunk
         self.minimum: dict[str, int] = {}  # the smallest each size may be, for the smaller failing cases
         self.steps: dict[str, int] = {}  # and the step between its values, where it is not 1 (a (low, high, step))
         self.heatmaps: list[Heatmap] = []
@@ -93,6 +99,18 @@ class CheckContext:
     @property
     def trace(self) -> tuple[str, ...]:
         return (*self.student.calls, *self.expected)
+
+    @property
+    def known_sizes(self) -> dict[str, int]:
+        """The check's sizes by name: those drawn (``sizes``), and those named (``name_sizes``)."""
+        return {**self.drawn, **self.named}
+
+    def name_sizes(self, **sizes: int) -> None:
+        """Name the sizes of the inputs this check passes (``batch=2, queries=1``), so that an answer of another
+        shape, or code that fails on a shape, is told which size is which. Unlike ``sizes``, nothing is drawn or
+        shrunk: name a fixed case's sizes here, and a random case's that ``sizes`` does not draw by that name."""
+        self.named.update({name: int(size) for name, size in sizes.items()})
+        self.student.sizes = self.known_sizes
 
     def sizes(self, *, distinct: Sequence[str] | Sequence[Sequence[str]] = (),
               **dimensions: tuple[int, int] | tuple[int, int, int] | int) -> tuple[int, ...]:
@@ -140,6 +158,7 @@ class CheckContext:
                     sizes[name] = free[0] if free else sizes[name]
                 used.append(sizes[name])
         self.drawn.update(sizes)
+        self.student.sizes = self.known_sizes
         self.minimum.update({name: floor for name, (floor, _, _) in bounds.items()})
         self.steps.update({name: step for name, (_, _, step) in bounds.items() if step > 1})
         return tuple(sizes.values())
@@ -163,13 +182,15 @@ class CheckContext:
 
     def expect_tensor(self, label: str, got: Returned | None, expected: np.ndarray, *,
                       rtol: float = 1e-4, atol: float = 1e-5, attention: bool | tuple[str, str] = False,
-                      numpy: bool = False, show: bool = False) -> np.ndarray:
+                      numpy: bool = False, show: bool = False, axes: Sequence[str] | None = None) -> np.ndarray:
         """Fail unless ``got`` is a plain tensor equal to ``expected``; return the student's array.
 
         ``attention``: the tensor holds attention weights, drawn as heatmaps: (..., queries, keys), or one row of
         weights over the keys; a pair of axis labels (x, y) replaces ("Keys", "Queries"), e.g. ("Keys", "Heads").
         ``numpy``: a NumPy array is the answer asked for. ``show``: the report shows the answer beside the
         reference's entry by entry whatever the outcome (a hand-computed answer to check one's working against).
+        ``axes``: the names of ``expected``'s axes, as the check names its sizes (("batch", "queries",
+        "value_size")): an answer of another shape is then told axis by axis.
         """
         expected = np.asarray(expected)
         self._tried()
@@ -177,7 +198,10 @@ class CheckContext:
         if attention:
             self._draw(label, got, expected, attention if isinstance(attention, tuple) else ATTENTION_AXES,
                        rtol=rtol, atol=atol)
-        mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol, numpy=numpy)
+        mismatch = compare_tensor(label, got, expected, rtol=rtol, atol=atol, numpy=numpy, axes=axes,
+                                  sizes=self.known_sizes)
+        if mismatch is not None and mismatch.read is not None:
+            self.read[len(self.points) - 1] = mismatch.read
         shape_ok = got is not None and got.array is not None and got.shape == expected.shape
         if show and shape_ok and expected.size <= DIFF_MAX_ENTRIES:
             assert got is not None and got.array is not None
@@ -270,7 +294,8 @@ class CheckContext:
         reference = expected.reshape(-1, *expected.shape[-2:]) if expected.ndim > 1 else expected.reshape(1, 1, -1)
         student = None
         if got is not None and (got.is_tensor or got.kind == "ndarray") and got.array is not None \
-                and got.shape == expected.shape:
+                and (got.shape == expected.shape or same_entries(tuple(got.shape or ()), expected.shape)):
+            # An extra or missing axis of size 1: the same entries, drawn as the expected shape
             student = got.array.astype(np.float64).reshape(reference.shape)
         for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
             title = f"{label}, batch {item}" if expected.ndim > 2 else label

@@ -10,8 +10,13 @@ likely cause only when it reproduces the failure on the failing inputs:
   met every one before it, and then passes or asks for an answer the graded run never got (it stopped at the
   failure: ``ReplayExhausted``).
 
-A replay that fails anywhere (before, at or after that expectation) or raises disagrees with the student, and so
-does one that stops short of the expectation that failed. A failure that was not an expectation (a check raising
+- or the failure was on the shape of an answer that is the expected shape with axes of size 1 added or removed (the
+  same entries in the same order), which the check then compared as the expected shape (shapes.py): the replay fails at
+  that very expectation too, and there the answer so read equals the variant's, while it differs from the
+  reference's. A shape error then does not hide the mistake its values show.
+
+A replay that fails anywhere else (before, at or after that expectation) or raises disagrees with the student, and
+so does one that stops short of the expectation that failed. A failure that was not an expectation (a check raising
 ``WrongAnswer`` itself, or the student's code raising, which the replay serves again under every variant) has a cause
 only when a replay passes. Its name and explanation are then the diagnosis; without one, no cause is given, and the
 check's own message says what differed. A check that names the mistake itself (``ctx.expect(...,
@@ -24,6 +29,7 @@ from grader.check.context import CheckContext
 from grader.check.spec import Assignment, CheckSpec
 from grader.check.student import ReplayedCode, ReplayExhausted, StudentCode
 from grader.check.variants import substituted
+from grader.errors import WrongAnswer
 from grader.results import Diagnosis
 
 
@@ -34,6 +40,15 @@ def reproduces(replay: CheckContext, failed: CheckContext) -> bool:
     if at is None or replay.failed_at is not None or len(replay.points) <= at:
         return False
     return replay.points[:at + 1] == failed.points[:at + 1]
+
+
+def reproduces_as_read(replay: CheckContext, failed: CheckContext) -> bool:
+    """Whether a replay that failed, as ``failed`` did, on the shape of an answer read in the expected shape (axes
+    of size 1 added or removed, and nothing else), failed at the same expectation, and found the answer so read to be
+    the variant's, where the graded run found it not to be the reference's."""
+    at = failed.failed_at
+    return (at is not None and replay.failed_at == at and replay.points[:at + 1] == failed.points[:at + 1]
+            and failed.read.get(at) is False and replay.read.get(at) is True)
 
 
 def diagnose(assignment: Assignment, check: CheckSpec, seed: int, code: StudentCode,
@@ -50,6 +65,9 @@ def diagnose(assignment: Assignment, check: CheckSpec, seed: int, code: StudentC
                 check.run(replay)
         except ReplayExhausted:
             if not reproduces(replay, failed):
+                continue
+        except WrongAnswer:
+            if not reproduces_as_read(replay, failed):
                 continue
         except Exception:  # a variant that disagrees, or cannot run on these inputs
             continue

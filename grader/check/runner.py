@@ -366,7 +366,8 @@ class SubmissionRunner:
                                       record_provided=RECORDING_PROVIDED.get()) as session:
                     code = StudentCode(session, load_hint=self._load_hint, naming=question.naming,
                                        convention=question.convention, asked=self.assignment.withheld_names,
-                                       answered_by=self.assignment.answered_by, calls=self.assignment.calls)
+                                       answered_by=self.assignment.answered_by, calls=self.assignment.calls,
+                                       sources=self._sources)
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)

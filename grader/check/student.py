@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 import builtins
+import functools
 import hashlib
 import io
 import json
+import linecache
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -143,6 +146,10 @@ class KnownSources:
         lines.extend(["\n"] * (start + len(new) - len(lines)))
         lines[start:start + len(new)] = new
 
+    def text(self, filename: str) -> str | None:
+        lines = self.lines.get(filename)
+        return "".join(lines) if lines else None
+
     def where(self, frame: Any) -> str:
         """' (cell [2], line 7: `X[i]`)' for a frame the grader can place in a file it holds: the line's text from
         the grader's copy; '' for any other frame (the reference's too: no line of it is told)."""
@@ -156,6 +163,61 @@ class KnownSources:
         if not lines or not 1 <= lineno <= len(lines) or not lines[lineno - 1].strip():
             return ""
         return f" ({_place(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`)"
+
+
+class SourceText(Protocol):
+    def text(self, filename: str) -> str | None:
+        """The whole text of the file a frame names, or None when it is not known."""
+
+
+class CachedSources:
+    """The text of the student's files from the line cache, where the student's code runs in this very process (the
+    student kit, in their kernel, which caches each cell as IPython does)."""
+
+    def text(self, filename: str) -> str | None:
+        return "".join(linecache.getlines(filename)) or None
+
+
+# A frame of a traceback as traceback.format_list writes it.
+_FRAME = re.compile(r'^  File "(?P<file>[^"\n]+)", line (?P<line>\d+), in ', re.MULTILINE)
+
+
+def _frames(exc: StudentRaised) -> list[tuple[str, int]]:
+    """(file, line) of each frame the student's process told, the last one (``where``) included."""
+    frames = [(m["file"], int(m["line"])) for m in _FRAME.finditer(exc.traceback or "")]
+    try:
+        last = (str(exc.where[0]), int(exc.where[1]))
+    except (TypeError, IndexError, ValueError):
+        return frames
+    return frames if last in frames else [*frames, last]
+
+
+@functools.lru_cache(maxsize=64)
+def _definitions(text: str) -> tuple[ast.stmt, ...]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()
+    return tuple(node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)))
+
+
+def _is_bare(call: ast.Call, method: str) -> bool:
+    """``x.squeeze()``, or ``torch.squeeze(x)``: the call with no axis named."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != method or call.keywords:
+        return False
+    module = isinstance(func.value, ast.Name) and func.value.id in ("torch", "np", "numpy")
+    return len(call.args) == (1 if module else 0)
+
+
+def bare_call_lines(text: str, line: int, method: str) -> list[int]:
+    """The lines where the top-level definition (a class, a function) that holds ``line`` calls ``method`` with no
+    axis: the code a failing frame ran in, the methods of its class included."""
+    for node in _definitions(text):
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        if first <= line <= (node.end_lineno or node.lineno):
+            return sorted({n.lineno for n in ast.walk(node) if isinstance(n, ast.Call) and _is_bare(n, method)})
+    return []
 
 
 # What a hidden check may name as the type of what was raised: Python's own exceptions, as the grader knows them,
@@ -230,7 +292,7 @@ def _refusal(reply: dict[str, Any]) -> WrongAnswer | None:
 # Errors torch and Python raise when a tensor has another number of dimensions, or other sizes, than code expects.
 _SHAPE_ERROR = re.compile(r"size of tensor|must match the size|shape|dimension|Dimension out of range|mat1 and mat2|"
                           r"\d-?D tensor|batch1|batch2|expected .*dim|too many indices|not enough values to unpack|"
-                          r"cannot be multiplied|broadcast", re.IGNORECASE)
+                          r"cannot be multiplied|broadcast|at least \dD", re.IGNORECASE)
 
 
 def _is_shape_error(exc: StudentRaised) -> bool:
@@ -243,7 +305,7 @@ class StudentCode:
     def __init__(self, session: QuestionSession, *, load_hint: LoadHint | None = None, naming: Naming | None = None,
                  convention: str = "", asked: tuple[str, ...] = (),
                  answered_by: Mapping[str, str] | None = None,
-                 calls: Mapping[str, Sequence[str]] | None = None) -> None:
+                 calls: Mapping[str, Sequence[str]] | None = None, sources: SourceText | None = None) -> None:
         self.session = session
         # The parameters the checks call each answer with, in order (Question.calls): a student's in another order
         # is noted for the check (misordered), and where lengths go is known (lengths_passed).
@@ -251,6 +313,10 @@ class StudentCode:
         self.misordered: dict[str, str] = {}  # this check's: the callable -> what to tell the student
         self.lengths_passed: list[LengthsCall] = []  # this check's calls that passed lengths
         self.rewrite: Rewrite | None = None  # set while a failed check is run again with other arguments
+        # The text of the student's files, to read the code a failing call ran through (bare_calls): the grader's own
+        # copy, or the line cache where the code runs in this process (the kit).
+        self.sources = sources
+        self.sizes: dict[str, int] = {}  # the current check's sizes by name (CheckContext.sizes, name_sizes)
         # Each name a question asks for -> that question: taking one from d2l is told as such (see _require).
         self.answered_by = dict(answered_by or {})
         # Why a name may be missing (the runner's LoadHint: "cell [4] raised SyntaxError while loading, which may be
@@ -354,6 +420,26 @@ class StudentCode:
         self.lengths_passed.clear()
         self.known_at_start = dict(self.known)
         self.budgeted = False
+        self.sizes = {}
+
+    def bare_calls(self, exc: StudentRaised, method: str = "squeeze") -> tuple[str, ...]:
+        """Where the student's code that ``exc`` was raised through calls ``method`` with no axis (``x.squeeze()``,
+        ``torch.squeeze(x)``), each as "line 17: `text`": in the class or function of each of the student's frames
+        on its traceback (never the reference's or a provided file's). Evidence for a cause that a symptom alone
+        does not prove (a 0-d tensor may come from elsewhere)."""
+        if self.sources is None:
+            return ()
+        found: list[str] = []
+        for filename, line in _frames(exc):
+            if filename == REFERENCE_FILENAME or _provided_name(filename):
+                continue
+            text = self.sources.text(filename)
+            lines = io.StringIO(text or "", newline="").readlines()  # as compile() counts lines
+            for at in bare_call_lines(text or "", line, method):
+                place = f"{_place(filename, at)}: `{lines[at - 1].strip()[:120]}`"
+                if place not in found:
+                    found.append(place)
+        return tuple(found)
 
     def _require(self, name: str, *, want_class: bool) -> NameInfo:
         info = self.describe(name)
@@ -470,6 +556,8 @@ class ReplayedCode(StudentCode):
         self.misordered = {}
         self.lengths_passed = []
         self.rewrite = None
+        self.sources = original.sources
+        self.sizes = {}
         self.notes = []
         self.choices = []
         self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
@@ -559,7 +647,7 @@ class StudentObject:
             reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
         except StudentRaised as exc:
             if _is_shape_error(exc):
-                raise _with_shapes(exc, args, kwargs, self.code.convention) from None
+                raise _with_shapes(exc, args, kwargs, self.code) from None
             raise
         return self.code.value(reply["value"], reply_blobs)
 
@@ -635,17 +723,31 @@ def without_sizes(message: str) -> str:
 
 
 def _with_shapes(exc: StudentRaised, args: tuple[Any, ...], kwargs: Mapping[str, Any],
-                 convention: str) -> StudentRaised:
+                 code: StudentCode) -> StudentRaised:
     """A shape error, told with the shapes the code was called with and, when the question says, the shapes the
-    assignment passes (code written for another convention fails on them this way)."""
+    assignment passes (code written for another convention fails on them this way); and, when one of the check's
+    sizes is 1 and the student's code on the failing path squeezes with no axis, that squeeze."""
     shapes = [f"{_shape_of(a)}" for a in args if _shape_of(a)]
     shapes += [f"{k} {_shape_of(v)}" for k, v in kwargs.items() if _shape_of(v)]
     told = f". It was called with tensors of shapes {', '.join(shapes)}" if shapes else ""
-    if convention:
-        told += f"; {convention}"
+    if code.convention:
+        told += f"; {code.convention}"
+    told += squeeze_note(code, exc)
     message = exc.message + told
     return StudentRaised(message, exc_type=exc.exc_type, exc_message=exc.exc_message, traceback=exc.traceback,
                          where=exc.where)
+
+
+def squeeze_note(code: StudentCode, exc: StudentRaised) -> str:
+    """'; your code calls .squeeze() with no axis (line 33: `...`), which removes every axis of size 1, and queries
+    is 1 here: ...' when both are so: the squeeze is on the failing path, and an axis it would remove is there."""
+    ones = [name.replace("_", " ") for name, size in code.sizes.items() if size == 1]
+    squeezes = code.bare_calls(exc, "squeeze") if ones else ()
+    if not squeezes:
+        return ""
+    which = f"{', '.join(ones[:-1])} and {ones[-1]} are" if len(ones) > 1 else f"{ones[0]} is"
+    return (f"; your code calls .squeeze() with no axis ({squeezes[0]}), which removes every axis of size 1, and "
+            f"{which} 1 here: name the axis to remove (.squeeze(-1) removes only the last)")
 
 
 def _shape_of(value: Any) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 from grader.check.context import CheckContext
 from grader.check.runner import SubmissionRunner, _QuestionRun
 from grader.check.spec import Assignment, CheckSpec, Question
-from grader.check.student import StudentCode
+from grader.check.student import CachedSources, StudentCode
 from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
@@ -216,7 +216,8 @@ class KitRunner(SubmissionRunner):
                 contextlib.redirect_stderr(err):
             code = StudentCode(KernelSession(self.calls, self.kit.limits), naming=question.naming,  # type: ignore[arg-type]
                                convention=question.convention, asked=self.kit.assignment.withheld_names,
-                               answered_by=self.kit.assignment.answered_by, calls=self.kit.assignment.calls)
+                               answered_by=self.kit.assignment.answered_by, calls=self.kit.assignment.calls,
+                               sources=CachedSources())
             for check in checks:
                 with still_running(f'{check.question} "{check.title}"', self.screen):
                     run.checks.append(self._run_check(check, code, shrink=False))

@@ -111,28 +111,42 @@ def random_sizes(ctx: CheckContext, *names: str) -> dict[str, int]:
 KEEPS_WEIGHTS = "toy example: stores attention_weights, uniform over the valid keys"
 
 
+# The axes of what the modules return, by the sizes name_inputs names.
+WEIGHTS_AXES = ("batch", "queries", "keys")
+OUTPUT_AXES = ("batch", "queries", "value_size")
+
+
+def name_inputs(ctx: CheckContext, queries: np.ndarray, keys: np.ndarray, values: np.ndarray) -> None:
+    """Name the sizes of a module's inputs, so that an answer of another shape is told axis by axis."""
+    ctx.name_sizes(batch=queries.shape[0], queries=queries.shape[1], keys=keys.shape[1], query_size=queries.shape[2],
+                   key_size=keys.shape[2], value_size=values.shape[2])
+
+
 def forward(ctx: CheckContext, model: StudentObject, name: str, inputs: tuple, valid: np.ndarray | None,
             expected: tuple[np.ndarray, np.ndarray], *, check_weights: bool = True,
             weights_asked_in: str | None = KEEPS_WEIGHTS) -> None:
     """``weights_asked_in``: the title of the question's check that asks for the kept weights; None when this check
     is the one."""
+    name_inputs(ctx, *inputs)
     queries, keys, values = (Arg.tensor(x) for x in inputs)
     output = model(queries, keys, values, as_arg(valid))
     if check_weights:  # first: wrong weights explain a wrong output, and the heatmaps show how
         weights = model.attribute("attention_weights")
         label = f"{name}.attention_weights"
         if weights_asked_in is not None:
-            ctx.expect_kept(label, weights, expected[1], asked_in=weights_asked_in, attention=True)
+            ctx.expect_kept(label, weights, expected[1], asked_in=weights_asked_in, attention=True, axes=WEIGHTS_AXES)
         else:
             ctx.expect(weights is not None, f"{name} does not store self.attention_weights in forward")
-            ctx.expect_tensor(label, weights, expected[1], attention=True)
-    ctx.expect_tensor(f"the output of {name}", output, expected[0])
+            ctx.expect_tensor(label, weights, expected[1], attention=True, axes=WEIGHTS_AXES)
+    ctx.expect_tensor(f"the output of {name}", output, expected[0], axes=OUTPUT_AXES)
 
 
 # ----- q1 masked_softmax -----------------------------------------------------------------------------------------
 def expect_masked_softmax(ctx: CheckContext, X: np.ndarray, valid: np.ndarray | None) -> None:
+    ctx.name_sizes(batch=X.shape[0], queries=X.shape[1], keys=X.shape[2])
     got = ctx.student.function("masked_softmax")(Arg.tensor(X), as_arg(valid))
-    ctx.expect_tensor("masked_softmax(X, valid_lens)", got, ref.masked_softmax(X, valid), attention=True)
+    ctx.expect_tensor("masked_softmax(X, valid_lens)", got, ref.masked_softmax(X, valid), attention=True,
+                      axes=WEIGHTS_AXES)
 
 
 @check("q1", points=5, title="textbook example: valid_lens [2, 3] (1-D)")
@@ -229,12 +243,13 @@ def q2_toy_weights(ctx: CheckContext) -> None:
     queries, keys, values, valid = toy_inputs(ctx.rng, 20)
     model, w = additive(ctx, query_size=20, key_size=2, hiddens=8)
     model.eval()
+    name_inputs(ctx, queries, keys, values)
     model(Arg.tensor(queries), Arg.tensor(keys), Arg.tensor(values), as_arg(valid))
     weights = model.attribute("attention_weights")
     ctx.expect(weights is not None, "AdditiveAttention does not store self.attention_weights in forward")
     expected = ref.additive_attention(queries, keys, values, valid, w["W_q.weight"], w["W_k.weight"],
                                       w["w_v.weight"])[1]
-    ctx.expect_tensor("AdditiveAttention.attention_weights", weights, expected, attention=True)
+    ctx.expect_tensor("AdditiveAttention.attention_weights", weights, expected, attention=True, axes=WEIGHTS_AXES)
 
 
 @check("q2", points=4, title="parameters: W_q, W_k and w_v without bias")
@@ -342,8 +357,10 @@ def dot_case(ctx: CheckContext, valid_ndim: int, *, omit_valid_lens: bool = Fals
     valid = valid_lens_for(ctx.rng, s["batch"], s["queries"], s["keys"], valid_ndim)
     expected = ref.dot_product_attention(*inputs, valid)
     if omit_valid_lens:
+        name_inputs(ctx, *inputs)
         output = model(*(Arg.tensor(x) for x in inputs))
-        ctx.expect_tensor("the output of DotProductAttention called without valid_lens", output, expected[0])
+        ctx.expect_tensor("the output of DotProductAttention called without valid_lens", output, expected[0],
+                          axes=OUTPUT_AXES)
         return
     forward(ctx, model, "DotProductAttention", inputs, valid, expected)
 
@@ -362,11 +379,12 @@ def q3_toy_weights(ctx: CheckContext) -> None:
     queries, keys, values, valid = toy_inputs(ctx.rng, 2)
     model = ctx.student.construct("DotProductAttention", dropout=0.5)
     model.eval()
+    name_inputs(ctx, queries, keys, values)
     model(Arg.tensor(queries), Arg.tensor(keys), Arg.tensor(values), as_arg(valid))
     weights = model.attribute("attention_weights")
     ctx.expect(weights is not None, "DotProductAttention does not store self.attention_weights in forward")
     expected = ref.dot_product_attention(queries, keys, values, valid)[1]
-    ctx.expect_tensor("DotProductAttention.attention_weights", weights, expected, attention=True)
+    ctx.expect_tensor("DotProductAttention.attention_weights", weights, expected, attention=True, axes=WEIGHTS_AXES)
 
 
 @check("q3", points=3, title="valid_lens omitted (defaults to None)")

@@ -65,6 +65,15 @@ def query_mask_for(ctx: CheckContext, batch: int, tq: int) -> np.ndarray:
     return mask
 
 
+OUTPUT_AXES = ("batch", "queries", "dim")
+
+
+def name_inputs(ctx: CheckContext, query: np.ndarray, value: np.ndarray) -> None:
+    """Name the sizes of the layer's inputs (Tq queries, Tv values), so that an answer of another shape is told axis
+    by axis."""
+    ctx.name_sizes(batch=query.shape[0], queries=query.shape[1], values=value.shape[1], dim=query.shape[2])
+
+
 def compare(ctx: CheckContext, model: StudentObject, query: np.ndarray, value: np.ndarray, *,
             key: np.ndarray | None = None, scale: np.ndarray | None = None, query_mask: np.ndarray | None = None,
             value_mask: np.ndarray | None = None, causal: bool = False, what: str = "") -> None:
@@ -76,14 +85,16 @@ def compare(ctx: CheckContext, model: StudentObject, query: np.ndarray, value: n
         kwargs["query_mask"] = Arg.tensor(query_mask, "bool")
     if value_mask is not None:
         kwargs["value_mask"] = Arg.tensor(value_mask, "bool")
+    name_inputs(ctx, query, value)
     got = model(Arg.tensor(query), Arg.tensor(value), **kwargs, return_attention_scores=Arg(True))
     output, distribution = ctx.expect_sequence(f"{NAME} with return_attention_scores=True", got,
                                                ("output", "attention_scores"))
     expected = ref.additive_attention(query, value, key, scale=scale, query_mask=query_mask, value_mask=value_mask,
                                       causal=causal)
     suffix = f" {what}" if what else ""
-    ctx.expect_tensor(f"the attention scores{suffix}", distribution, expected[1], attention=True)
-    ctx.expect_tensor(f"the output{suffix}", output, expected[0])
+    ctx.expect_tensor(f"the attention scores{suffix}", distribution, expected[1], attention=True,
+                      axes=("batch", "queries", "values"))
+    ctx.expect_tensor(f"the output{suffix}", output, expected[0], axes=OUTPUT_AXES)
 
 
 def random_shape(ctx: CheckContext) -> tuple[int, ...]:
@@ -131,8 +142,10 @@ def q1_scale_parameter(ctx: CheckContext) -> None:
 def q1_return_output_only(ctx: CheckContext) -> None:
     model, scale = layer(ctx, 4)
     query, value, key = tensors(ctx, 2, 3, 5, 4)
+    name_inputs(ctx, query, value)
     got = model(Arg.tensor(query), Arg.tensor(value), key=Arg.tensor(key))
-    ctx.expect_tensor(f"{NAME}(query, value, key=key)", got, ref.additive_attention(query, value, key, scale=scale)[0])
+    ctx.expect_tensor(f"{NAME}(query, value, key=key)", got, ref.additive_attention(query, value, key, scale=scale)[0],
+                      axes=OUTPUT_AXES)
 
 
 @check("q1", points=6, visibility=HIDDEN, title="random shapes, key given")

@@ -101,12 +101,13 @@ SOURCE_TARGET = ("Source characters", "Output steps")
 
 # ----- q1 scaled_dot_product_attention ---------------------------------------------------------------------------
 def run_scaled(ctx: CheckContext, q: np.ndarray, X: np.ndarray, *, show: bool, tolerance: dict) -> None:
+    ctx.name_sizes(rows=X.shape[0], features=X.shape[1])
     got = ctx.student.function("scaled_dot_product_attention")(Arg.array(q), Arg.array(X))
     p, z = ref.scaled_dot_product_attention(q, X)
     pair = ctx.expect_sequence("scaled_dot_product_attention", got, ("p", "z"))
     ctx.expect_tensor("the probability vector p", pair[0], p, numpy=True, show=show,
-                      attention=("Positions", "Query"), **tolerance)
-    ctx.expect_tensor("the output z", pair[1], z, numpy=True, show=show, **tolerance)
+                      attention=("Positions", "Query"), axes=("rows",), **tolerance)
+    ctx.expect_tensor("the output z", pair[1], z, numpy=True, show=show, axes=("features",), **tolerance)
 
 
 @check("q1", points=10, title="the practical's q and X: p and z")
@@ -123,13 +124,17 @@ def q1_random(ctx: CheckContext) -> None:
 # ----- q2 self_attention -----------------------------------------------------------------------------------------
 def run_self_attention(ctx: CheckContext, X: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray, W_V: np.ndarray, *,
                        show: bool, tolerance: dict) -> None:
+    ctx.name_sizes(rows=X.shape[0], features=X.shape[1], d_k=W_K.shape[1], d_v=W_V.shape[1])
     got = ctx.student.function("self_attention")(Arg.array(X), Arg.array(W_Q), Arg.array(W_K), Arg.array(W_V))
     names = ("Q", "K", "V", "A", "Z")
     expected = ref.self_attention(X, W_Q, W_K, W_V)
     items = ctx.expect_sequence("self_attention", got, names, expected, numpy=True, **tolerance)
+    axes = {"Q": ("rows", "d_k"), "K": ("rows", "d_k"), "V": ("rows", "d_v"), "A": ("rows", "rows"),
+            "Z": ("rows", "d_v")}
     for name, item, value in zip(names, items, expected):
         ctx.expect_tensor(f"the {'attention map ' if name == 'A' else ''}{name} returned by self_attention", item,
-                          value, numpy=True, show=show, attention=POSITIONS if name == "A" else False, **tolerance)
+                          value, numpy=True, show=show, attention=POSITIONS if name == "A" else False,
+                          axes=axes[name], **tolerance)
 
 
 @check("q2", points=12, title="the practical's X, W_Q, W_K and W_V: Q, K, V, the attention map A and Z")
@@ -156,9 +161,10 @@ def q2_random(ctx: CheckContext) -> None:
 def run_heads(ctx: CheckContext, X: np.ndarray, heads: list[tuple[np.ndarray, ...]], W_O: np.ndarray, *,
               show: bool, tolerance: dict) -> None:
     sent = [tuple(Arg.array(w) for w in head) for head in heads]
+    ctx.name_sizes(rows=X.shape[0], features=X.shape[1], heads=len(heads), output_size=W_O.shape[1])
     got = ctx.student.function("multi_head_attention")(Arg.array(X), Arg(sent), Arg.array(W_O))
     ctx.expect_tensor("the output Z of multi_head_attention", got, ref.multi_head_attention(X, heads, W_O),
-                      numpy=True, show=show, **tolerance)
+                      numpy=True, show=show, axes=("rows", "output_size"), **tolerance)
 
 
 @check("q3", points=10, title="the practical's two heads (the second all ones) and W_O")
@@ -190,11 +196,13 @@ def run_attention(ctx: CheckContext, *, batch: int, steps: int, source: int, hid
     query, context = ctx.rng.normal(size=(batch, steps, hidden)), ctx.rng.normal(size=(batch, source, hidden))
     mask = None if lengths is None else np.arange(source)[None, :] < np.array(lengths)[:, None]
     args = [Arg.tensor(query), Arg.tensor(context)] + ([Arg.tensor(mask, "bool")] if mask is not None else [])
+    ctx.name_sizes(batch=batch, steps=steps, source=source, hidden=hidden)
     got = model(*args)
     output, weights = ref.dot_prod_attention(query, context, mask, W_c)
     items = ctx.expect_sequence("DotProdAttention's forward", got, ("output", "attention weights"))
-    ctx.expect_tensor("the attention tensor a", items[1], weights, attention=("Source positions", "Target steps"))
-    ctx.expect_tensor("the output tanh(W_c [c_t; s_t])", items[0], output)
+    ctx.expect_tensor("the attention tensor a", items[1], weights, attention=("Source positions", "Target steps"),
+                      axes=("batch", "steps", "source"))
+    ctx.expect_tensor("the output tanh(W_c [c_t; s_t])", items[0], output, axes=("batch", "steps", "hidden"))
 
 
 @check("q4", points=4, title="parameters: W_c, nn.Linear(2 * hidden_size, hidden_size, bias=False)")

@@ -9,6 +9,7 @@ fragment is stripped as `grader assign` strips it. Shell blocks: `grader` lines 
 
 from __future__ import annotations
 
+import inspect
 import re
 import shlex
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from grader.assign.markers import strip_solutions
+from grader.check.context import CheckContext
 from grader.check.load import load_assignment
 from grader.cli import build_parser
 from grader.pipeline import grade_class
@@ -41,6 +43,7 @@ PYTHON_BLOCKS = {
     f'name="{POSITIONAL}"': "the positional example's checks.py (test_the_positional_example_...)",
     '"""The reference positional_table': "the positional example's provided.py (test_the_positional_example_...)",
     "### BEGIN SOLUTION": "the solution-marker fragment (test_the_solution_markers_...)",
+    "ctx.name_sizes(": "the Shapes fragment (test_the_shapes_fragment_calls_...)",
 }
 
 
@@ -241,3 +244,22 @@ def test_the_positional_example_grades_with_the_provided_reference_and_optional_
     assert quoted, "the page no longer quotes the message"
     for check in (c for c in required["renamed"].checks if c.question == "q2"):
         assert quoted.group(1) in check.message, (quoted.group(1), check.message)
+
+
+class _Signatures:
+    """A stand-in ``ctx`` whose every method call is bound to CheckContext's own signature, and nothing more."""
+
+    def __getattr__(self, name: str) -> object:
+        method = getattr(CheckContext, name)  # AttributeError: the page calls a method that does not exist
+
+        def call(*args: object, **kwargs: object) -> None:
+            inspect.signature(method).bind(self, *args, **kwargs)  # TypeError: arguments it does not take
+
+        return call
+
+
+def test_the_shapes_fragment_calls_the_context_as_it_is() -> None:
+    """The fragment's calls are CheckContext's methods with arguments they take (tests/test_shape_causes.py runs
+    what they do)."""
+    block = the_block("ctx.name_sizes(")
+    exec(compile(block, "writing-checks.md", "exec"), {"ctx": _Signatures(), "got": None, "output": None})

@@ -63,8 +63,8 @@ def recording(margins: dict[str, Margins]) -> Iterator[None]:
     answer (shapes that differ are not)."""
     compare = context.compare_tensor
 
-    def measured(label, got, expected, *, rtol=1e-4, atol=1e-5, numpy=False):
-        mismatch = compare(label, got, expected, rtol=rtol, atol=atol, numpy=numpy)
+    def measured(label, got, expected, *, rtol=1e-4, atol=1e-5, **options):  # options: as compare_tensor's
+        mismatch = compare(label, got, expected, rtol=rtol, atol=atol, **options)
         if got is not None and got.array is not None and got.shape == np.shape(expected) and \
                 np.asarray(expected).dtype.kind == "f" and (mismatch is None or mismatch.category == "values"):
             kind = "float64" if got.array.dtype == np.float64 else "float32"

@@ -5,6 +5,9 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS_DIR = PROJECT_ROOT / "solutions"
 ASSIGNMENTS_DIR = PROJECT_ROOT / "assignments"
+# Each assignment's model solution in solutions/<name>/: the templates are made from it (grader/assign) and the order
+# of each answer's parameters is read from it (grader/check/call_order.py).
+SOLUTION_SOURCE = "solution.ipynb"
 # The student kit's wheel has no checkout around it: it ships the templates inside the package (grader/kit/wheel.py).
 PACKAGED_TEMPLATES = "templates"
 _PACKAGED = Path(__file__).resolve().parent / PACKAGED_TEMPLATES

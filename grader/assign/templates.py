@@ -15,9 +15,7 @@ import nbformat
 from grader.assign.python_version import python_version
 from grader.assign.student_notebook import demo_ids, student_notebook
 from grader.errors import ConfigurationError
-from grader.paths import ASSIGNMENTS_DIR, SOLUTIONS_DIR
-
-SOLUTION_SOURCE = "solution.ipynb"
+from grader.paths import ASSIGNMENTS_DIR, SOLUTION_SOURCE, SOLUTIONS_DIR
 
 
 def with_solution_source(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:

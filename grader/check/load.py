@@ -9,13 +9,12 @@ import sys
 import types
 from pathlib import Path
 
-from grader.assign.templates import SOLUTION_SOURCE
 from grader.check.call_order import with_template_calls
 from grader.check.named_mistakes import check_named_mistakes
 from grader.check.seeds import course_secret
 from grader.check.spec import Assignment
 from grader.errors import ConfigurationError
-from grader.paths import SOLUTIONS_DIR
+from grader.paths import SOLUTION_SOURCE, SOLUTIONS_DIR
 
 PACKAGE = "_grader_solutions"
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.kit.display import KitReport
-from grader.kit.runner import cached_kit, find_kit, grader_only_notes, run_kit
+from grader.kit.runner import cached_kit, find_kit, kit_notes, run_kit
 
 __all__ = ["KitReport", "check", "run"]
 
@@ -35,7 +35,7 @@ def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Pat
     result = run_kit(loaded, namespace, questions)
     unchecked = tuple(item for item in loaded.unchecked if not questions or item[0] in questions)
     return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started,
-                     grader_only_notes(loaded, questions),
+                     kit_notes(loaded, questions),
                      loaded.identity.label() if loaded.identity else "")
 
 

@@ -55,14 +55,18 @@ def _files(folders: Iterable[Path]) -> list[tuple[str, Path]]:
     return found
 
 
-def digest_files(files: Iterable[tuple[str, Path]], extra: bytes = b"") -> str:
-    """sha256 over each file's name and bytes, in the order given, and ``extra``."""
+def digest_entries(entries: Iterable[tuple[str, bytes]], extra: bytes = b"") -> str:
+    """sha256 over ``extra`` and each entry's name, length and bytes, in the order given."""
     hasher = hashlib.sha256(extra)
-    for name, path in files:
-        data = path.read_bytes()
+    for name, data in entries:
         hasher.update(f"{name}\0{len(data)}\0".encode())
         hasher.update(data)
     return hasher.hexdigest()
+
+
+def digest_files(files: Iterable[tuple[str, Path]], extra: bytes = b"") -> str:
+    """``digest_entries`` over files, each read as it comes."""
+    return digest_entries(((name, path.read_bytes()) for name, path in files), extra)
 
 
 def sources_digest(solution_folder: Path, student_folder: Path, provided: Iterable[Path] = ()) -> str:

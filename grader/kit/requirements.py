@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-import nbformat
+from grader.discover.program import read_program
 
 REQUIREMENTS_FILE = "requirements.txt"
 # Modules whose distribution has another name, for a package not installed where the kit is built.
@@ -46,14 +46,12 @@ def needs_sentence(needs: Needs) -> str:
     return " ".join(said)
 
 
-def _source(path: Path) -> str:
-    if path.suffix == ".ipynb":
-        notebook = nbformat.read(path, as_version=4)
-        cells = [c.source for c in notebook.cells if c.cell_type == "code"]
-        # IPython's own lines (%pip, !ls) are not Python
-        return "\n".join(line for cell in cells for line in cell.splitlines()
-                         if not line.lstrip().startswith(("%", "!")))
-    return path.read_text(encoding="utf-8")
+def _units(path: Path) -> list[str]:
+    """The file's code as the grader reads a submission (grader/discover/program.py): a notebook's code cells with
+    IPython's own syntax (%pip, !ls) made Python, a script's top-level statements."""
+    kind = "notebook" if path.suffix == ".ipynb" else "python"
+    program = read_program(path.read_bytes(), kind=kind, name=path.name, written_ids=())
+    return [unit.source for unit in program.units]
 
 
 def _guarded(tree: ast.AST) -> set[int]:
@@ -61,9 +59,9 @@ def _guarded(tree: ast.AST) -> set[int]:
     guarded: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Try):
-            caught = {ast.unparse(h.type) if h.type is not None else "" for h in node.handlers}
-            if caught & {"ImportError", "ModuleNotFoundError", "", "Exception"} or \
-                    any("ImportError" in c or "ModuleNotFoundError" in c for c in caught):
+            caught = [ast.unparse(h.type) if h.type is not None else "" for h in node.handlers]
+            if any(c in ("", "Exception", "BaseException") or "ImportError" in c or "ModuleNotFoundError" in c
+                   for c in caught):
                 guarded |= {id(n) for part in node.body for n in ast.walk(part)}
     return guarded
 
@@ -71,9 +69,9 @@ def _guarded(tree: ast.AST) -> set[int]:
 def imported_modules(paths: Iterable[Path]) -> dict[str, bool]:
     """Top-level module -> whether some import of it is unguarded (required), over every file in ``paths``."""
     found: dict[str, bool] = {}
-    for path in paths:
+    for source in (unit for path in paths for unit in _units(path)):
         try:
-            tree = ast.parse(_source(path))
+            tree = ast.parse(source)
         except SyntaxError:
             continue  # a template is valid Python; anything else is not the kit's to judge
         guarded = _guarded(tree)

@@ -122,7 +122,7 @@ def load_kit(folder: Path) -> Kit:
                Limits(call_seconds=float(data["call_seconds"])), KitIdentity.from_json(data["identity"]))
 
 
-def grader_only_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:
+def kit_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:
     """What the kit leaves to the grader, one line per check, for the report; first, when the installed grader is
     not the one that came with the kit, that."""
     wheel = wheel_note(kit.identity, installed_wheel()) if kit.identity else ""

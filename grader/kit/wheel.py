@@ -31,6 +31,7 @@ from pathlib import Path
 from grader import __version__
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer
+from grader.kit.identity import digest_entries
 from grader.paths import PACKAGED_TEMPLATES, PROJECT_ROOT, STUDENT_GUIDE, TEMPLATES_DIR
 
 # What `import grader.kit` and a kit check import from outside the standard library (grader/report/notebook.py
@@ -157,11 +158,7 @@ class BuiltPackage:
     info: list[tuple[str, bytes]]  # WHEEL, top_level.txt
 
     def digest(self) -> str:
-        hasher = hashlib.sha256()
-        for name, data in self.package:
-            hasher.update(f"{name}\0{len(data)}\0".encode())
-            hasher.update(data)
-        return hasher.hexdigest()
+        return digest_entries(self.package)
 
 
 def build_package(*, root: Path = PROJECT_ROOT, templates: Path = TEMPLATES_DIR) -> BuiltPackage:

@@ -178,6 +178,18 @@ class SmallestCase:
 
 
 @dataclass(frozen=True)
+class CheckOverride:
+    """A person's points for a check in place of the check's own (a regrade request), with the reason: given in the
+    review app (`grader review`) and put on top of the stored result at every run (grader/adjust), never a fact
+    about the code."""
+
+    original: float  # the points the check gave
+    reason: str
+    author: str  # instructor only
+    saved_at: str
+
+
+@dataclass(frozen=True)
 class CheckResult:
     check_id: str
     question: str
@@ -196,6 +208,7 @@ class CheckResult:
     diagnosis: Diagnosis | None = None  # the misconception a failure matches, when a known one does
     trace: tuple[str, ...] = ()  # the calls the check made and the values it expected: instructor only
     smallest: SmallestCase | None = None  # a failing random check's smallest failing sizes, when smaller ones fail
+    override: CheckOverride | None = None  # set by a person: ``score`` is then theirs, the check's is ``original``
 
     @property
     def passed(self) -> bool:
@@ -210,10 +223,11 @@ class CheckResult:
     def for_student(self) -> CheckResult:
         """What the student may see (the fields' comments say what is the instructor's)."""
         smallest = self.smallest.for_student(self.visibility) if self.smallest is not None else None
+        override = dataclasses.replace(self.override, author="") if self.override is not None else None
         if self.visibility == PUBLIC:
-            return dataclasses.replace(self, detail="", trace=(), smallest=smallest)
+            return dataclasses.replace(self, detail="", trace=(), smallest=smallest, override=override)
         return dataclasses.replace(self, detail="", trace=(), seed=0, heatmaps=(), diff=None, tables=(),
-                                   smallest=smallest)
+                                   smallest=smallest, override=override)
 
 
 class ChoiceKind(_Labelled):

@@ -1,4 +1,5 @@
-"""Apply a run's adjustments to each result: the manual marks from manual.csv and the late penalty.
+"""Apply a run's adjustments to each result: the marks for written answers (the review app's, in the gradebook, and
+manual.csv's), the checks' points overridden in the review app, and the late penalty.
 
 The check results are facts about the code, stored in the gradebook and reused while the submission and the grading
 are unchanged; manual points and late penalties are recomputed from manual.csv, extensions.csv and the deadline at
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from grader.adjust.late import EXTENSION_COLUMNS, DeadlineRule, Extension, late_penalty, read_extension
 from grader.adjust.manual import ManualSheet
+from grader.adjust.review_marks import ReviewMarks
 from grader.adjust.sheet import SheetError, read_sheet, write_sheet
 from grader.check.spec import Assignment
 from grader.discover import Submission
@@ -65,11 +67,14 @@ class Adjustments:
     """Read once at the start of a run (under the output folder's lock); ``apply`` to every result written;
     ``finish`` once the class is complete."""
 
-    def __init__(self, out_dir: Path, assignment: Assignment, rule: DeadlineRule) -> None:
+    def __init__(self, out_dir: Path, assignment: Assignment, rule: DeadlineRule, *, import_marks: bool = True) -> None:
+        """``import_marks``: bring manual.csv's new marks into the gradebook (the run's own process does, once;
+        its job processes only read)."""
         self.out_dir = out_dir
         self.assignment = assignment
         self.rule = rule
         self.manual = ManualSheet.load(out_dir, assignment.written)
+        self.review = ReviewMarks.load(out_dir, assignment, self.manual, import_sheet=import_marks)
         self.extensions_path = out_dir / EXTENSIONS_CSV
         self.extensions, self.extension_problems, self.extensions_unreadable = _read_extensions(
             self.extensions_path, rule)
@@ -79,7 +84,9 @@ class Adjustments:
         is the one found now (a reused result was graded from the same content, but its time may have been read
         from an export since), so a reused result ends as a regraded one would."""
         answers = {a.id: a.text for a in result.answers}
-        manual = tuple(self.manual.mark(result.student, w, answers.get(w.id, "")) for w in self.assignment.written)
+        manual = tuple(self.review.manual_mark(result.student, w.id, w.points, answers.get(w.id, ""))
+                       or self.manual.mark(result.student, w, answers.get(w.id, "")) for w in self.assignment.written)
+        result = self.review.overridden(result)
         submitted_at = utc_iso(submission.submitted_at) if submission is not None else result.submitted_at
         late = None
         if self.rule.deadline is not None:
@@ -96,8 +103,15 @@ class Adjustments:
         say what the adjustments came to."""
         summary: list[str] = []
         problems: list[str] = []
+        if self.review.imported:
+            summary.append(f"{self.review.imported} mark(s) of {self.manual.path.name} brought into the gradebook")
+        problems += self.review.problems
+        overridden = sum(1 for r in results for q in r.questions for c in q.checks if c.override is not None)
+        if overridden:
+            summary.append(f"{overridden} check score(s) overridden in the review app (grader review), each with "
+                           "its reason on the student's page")
         if self.assignment.written:
-            problems += self.manual.rewrite(results, missing)
+            problems += self.manual.rewrite(results, missing, marks=self.review.sheet_cells)
             marks = [m for r in results for m in r.manual if m.max_score]
             if marks:
                 marked = sum(1 for m in marks if m.state == MARKED)

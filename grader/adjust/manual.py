@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from grader.adjust.sheet import Sheet, SheetError, SheetRow, read_sheet, write_sheet
@@ -30,7 +30,8 @@ from grader.points import shown
 from grader.record.output import MANUAL_CSV
 from grader.results import CHANGED, MARKED, REJECTED, UNMARKED, ManualMark, SubmissionResult
 
-COLUMNS = ("student", "question", "points", "max_points", "comment", "status", "answer", "answer_sha256")
+COLUMNS = ("student", "question", "points", "max_points", "comment", "status", "answer", "answer_sha256",
+           "marked_by")
 REQUIRED = ("student", "question", "points")
 EXCERPT_CHARS = 300
 DECIMAL_COMMA = re.compile(r"-?\d+,\d+")
@@ -106,9 +107,12 @@ class ManualSheet:
             return ManualMark(question.id, question.points, None, comment, REJECTED, f"{problem}: not counted")
         return ManualMark(question.id, question.points, points, comment, MARKED)
 
-    def rewrite(self, results: Sequence[SubmissionResult], missing: Sequence[str] = ()) -> list[str]:
-        """Write manual.csv for the class in ``results`` (whose ``manual`` marks came from ``mark``), keeping every
-        mark the instructor typed; return the problems to report, each naming its row in the new file."""
+    def rewrite(self, results: Sequence[SubmissionResult], missing: Sequence[str] = (),
+                marks: Callable[[str, str, float], dict[str, str] | None] = lambda *_: None) -> list[str]:
+        """Write manual.csv for the class in ``results`` (whose ``manual`` marks came from ``mark``, or from the
+        gradebook: ``marks(student, question, maximum)`` gives such a mark's cells, which the row then shows),
+        keeping every mark the instructor typed; return the problems to report, each naming its row in the new
+        file."""
         if self.unreadable:
             return [f"{self.path} could not be read ({self.unreadable}): it is left as it is and no manual points "
                     "are counted; fix it, or move it away to have a new one written"]
@@ -125,17 +129,20 @@ class ManualSheet:
 
         for result in sorted(results, key=lambda r: r.student):
             answers = {a.id: a.text for a in result.answers}
-            marks = {m.question: m for m in result.manual}
+            given = {m.question: m for m in result.manual}
             for question in self.written:
                 row = self.first.get((result.student, question.id))
                 cells = dict(row.cells) if row else {}
                 if row:
                     used.add(row.number)
                 answer = answers.get(question.id, "")
-                mark = marks.get(question.id) or self.mark(result.student, question, answer)
+                mark = given.get(question.id) or self.mark(result.student, question, answer)
                 has_marks = bool((cells.get("points") or "").strip() or (cells.get("comment") or "").strip())
                 if not (has_marks and (cells.get("answer_sha256") or "").strip()):
                     cells["answer_sha256"] = answer_hash(answer)
+                stored = marks(result.student, question.id, question.points)
+                if stored is not None:
+                    cells.update(stored)
                 cells.update(student=result.student, question=question.id, max_points=f"{shown(question.points)}",
                              answer=excerpt(answer), status=_status(mark, answer))
                 add(cells, mark.problem if mark.state in (CHANGED, REJECTED) else "")

@@ -90,12 +90,25 @@ class ProvidedFile:
 
 
 @dataclass(frozen=True)
+class RubricItem:
+    """One line of a written question's rubric: applying it to an answer adds ``points`` (negative: deducts) and
+    shows the student its title and ``comment``. The review app (`grader review`) starts from these and lets the
+    markers edit them."""
+
+    title: str
+    points: float
+    comment: str = ""
+
+
+@dataclass(frozen=True)
 class WrittenQuestion:
-    """A question answered in words, collected into OUT/manual.csv for the instructor to mark by hand."""
+    """A question answered in words, marked by hand: in the browser (`grader review`) or in OUT/manual.csv."""
 
     id: str
     prompt: str
     points: float = 0.0  # 0: read and commented on, not marked; otherwise part of the assignment's total
+    rubric: tuple[RubricItem, ...] = ()
+    about: str = ""  # the id of the question whose attention maps the answer discusses: shown beside it to mark
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import grader
 from grader import __version__
-from grader.cli import assign, check, grade, gradescope, kit, new
+from grader.cli import assign, check, grade, gradescope, kit, new, review
 from grader.cli.signals import stopped_by_signals
 from grader.errors import GraderError, InfrastructureError
 from grader.storage import FULL, QUOTA, READ_ONLY, Refused
 
-COMMANDS = (grade, check, assign, kit, gradescope, new)
+COMMANDS = (grade, check, assign, kit, gradescope, new, review)
 # What a command stopped by a signal keeps, and how to go on; every result is recorded as it arrives.
 GOING_ON = {"grade": "the results recorded so far are kept; run the same command again to grade the rest"}
 # A write refused by the machine that no write of the grader's said in its own words: only errors no read raises.

@@ -426,6 +426,13 @@ def _fill(body: str, images: PageImages, limit: int = NOTEBOOK_IMAGES_SHOWN) -> 
     return _PAGE_MARKER.sub(one, body), not_shown
 
 
+def markdown_html(source: str, attachments: Sequence[tuple[str, NotebookImage]] = ()) -> str:
+    """One markdown text of a student's (a written answer, for the review app) as cleaned HTML, its images filled
+    in as on the instructor's page."""
+    images = PageImages()
+    return _fill(_markdown_html(source, dict(attachments), images), images)[0]
+
+
 @dataclass
 class NotebookView:
     """The notebook built for nbconvert, the images its markers stand for, and what to say above its cells."""

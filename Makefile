@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean
+.PHONY: install kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean bench-review
 
 install: $(STAMP)
 
@@ -87,6 +87,10 @@ test-assignment: lint
 bench: $(STAMP)
 	$(BIN)/python -m tests.benchmark $(BENCH_ARGS)
 
+# How long the review app takes to move to the next student in a class of 500 (tests/review_benchmark.py).
+bench-review: $(STAMP)
+	$(BIN)/python -m tests.review_benchmark $(BENCH_ARGS)
+
 # How long the student kit's check() takes in a kernel, per question and per assignment (tests/kit_benchmark.py).
 bench-kit: $(STAMP)
 	$(BIN)/python -m tests.kit_benchmark
@@ -107,6 +111,7 @@ screenshots: system-deps grade
 	$(BIN)/python -m tests.browser $(OUT) docs/screenshots --student mistake_softmax_axis
 	$(BIN)/python -m tests.kit_notebook out/kit-fragment.html
 	$(BIN)/python -m tests.browser docs/screenshots --kit out/kit-fragment.html
+	$(BIN)/python -m tests.review_screenshot docs/screenshots/review.png
 
 clean:
 	rm -rf out dist .pytest_cache .ruff_cache

@@ -31,14 +31,18 @@ HOSTILE = ('Softmax <script>window.__pwned = "script"</script><img src="x" onerr
            ' normalises each row. <a href="javascript:window.__pwned=1">see</a>')
 
 
-def png(width: int = 3, height: int = 2) -> str:
-    """A tiny real PNG, base64, as a notebook saves a figure."""
-    rows = b"".join(b"\x00" + bytes([200, 30, 30] * width) for _ in range(height))
+def png(size: int = 96) -> str:
+    """A real PNG, base64, as a notebook saves a figure: an attention map whose diagonal is bright."""
+    def pixel(row: int, column: int) -> bytes:
+        return bytes([250, 220, 40] if row == column else [40, 20, 90])  # an 8 x 8 map, in blocks
+
+    rows = b"".join(b"\x00" + b"".join(pixel(r // (size // 8), c // (size // 8)) for c in range(size))
+                    for r in range(size))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    image = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+    image = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0))
              + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
     return base64.b64encode(image).decode("ascii")
 

@@ -50,7 +50,7 @@ ASSIGNMENT = Assignment(
         WrittenQuestion("compare", "Q2.2: train the model without attention and with your DotProdAttention. How does "
                                    "performance compare?"),
         WrittenQuestion("maps", "Q2.3: visualise the attention distributions of the trained model. Do they look the "
-                                "way you expected they would?"),
+                                "way you expected they would?", about="q4"),  # shown beside q4's trained maps
     ],
     provided=("provided.py", HARNESS),
     stubbed_modules={"reversal": "reversal.py did not run while your code was loaded: the grader trains your "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -13,7 +14,10 @@ from hypothesis import HealthCheck, settings
 from grader.assign import with_solution_source
 from grader.check.load import available_assignments
 from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun
+
+if TYPE_CHECKING:
+    from .bundled_classes import BundledClasses
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "submissions"  # sample submissions, a folder per assignment
@@ -80,10 +84,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def sample_run(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
+def bundled(tmp_path_factory: pytest.TempPathFactory) -> BundledClasses:
+    """Every assignment's sample class and real-style corpus, each graded once per session when first asked for
+    (tests/bundled_classes.py): the per-assignment tests, the real-style tests and the tolerance margins share them."""
+    from .bundled_classes import BundledClasses
+
+    return BundledClasses(tmp_path_factory.mktemp("bundled"))
+
+
+@pytest.fixture(scope="session")
+def sample_run(bundled: BundledClasses) -> ClassRun:
     """The bundled sample class graded once, as `make grade` does."""
-    return grade_class(assignment="attention_scoring", submissions_dir=SAMPLES,
-                       out_dir=tmp_path_factory.mktemp("sample") / "out", jobs=2)
+    return bundled.run("attention_scoring")
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,9 @@ run once per student id in the same fork of the loaded submission (a class run l
 Every check draws its random cases from the seed of (assignment, student, check), so this is what shows that a
 known-wrong submission fails the same checks whoever hands it in. Nothing is shrunk (the search for a smaller case
 never changes a score), and a question graded with a reference is not run again with the student's own code (that
-comparison is informative only).
+comparison is informative only). A check is run once per distinct seed: a check's run is a function of the program
+and its seed alone (``CheckContext(student=code, seed=seed)``), and a public check's seed is everyone's, so running
+it again for another student id would repeat the same computation.
 """
 
 from __future__ import annotations
@@ -30,10 +32,15 @@ class SeedSweep(SubmissionRunner):
 
     def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
         first: CheckResult | None = None
+        by_seed: dict[int, str] = {}
         for student in self.students:
             self.student = student
+            seed = self._seed(check)
+            if seed in by_seed:
+                self.statuses[student][check.id] = by_seed[seed]
+                continue
             result = super()._run_check(check, code, shrink=False)
-            self.statuses[student][check.id] = result.status
+            self.statuses[student][check.id] = by_seed[seed] = result.status
             first = first or result
             if result.status in (TIMEOUT, CRASHED):
                 break  # the process is gone: the students after this one have no status, which shows

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from grader.check import load_solution_module
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun
 
+from .bundled_classes import BundledClasses
 from .conftest import ROOT
 from .sample_classes import (
     assert_full_marks,
@@ -73,9 +74,8 @@ def test_chunked_reference_equals_the_whole_computation(n: int, chunk: int) -> N
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
-    return grade_class(assignment="bahdanau_attention", submissions_dir=SAMPLES,
-                       out_dir=tmp_path_factory.mktemp("bahdanau") / "out", jobs=2)
+def sample(bundled: BundledClasses) -> ClassRun:
+    return bundled.run("bahdanau_attention")  # the session's run, shared
 
 
 @pytest.mark.slow

@@ -28,7 +28,6 @@ from grader.discover import Submission, discover
 from grader.discover.canvas import LATE_NOTE
 from grader.discover.gradescope import find_submission
 from grader.kit import run as kit_run
-from grader.kit.build import build_kit
 from grader.kit.bundle import FORMAT, KIT_FILE, KIT_FOLDER
 from grader.kit.runner import find_kit, load_kit
 from grader.pipeline import grade_class, grade_submission
@@ -325,7 +324,7 @@ def breakdown() -> str:
 
 
 @pytest.fixture(scope="module")
-def said(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def said(tmp_path_factory: pytest.TempPathFactory, kits: Path) -> dict[str, str]:
     root = tmp_path_factory.mktemp("said")
     texts: dict[str, str] = {}
     for assignment, files in CLASSES.items():
@@ -363,10 +362,7 @@ def said(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     texts["check/mistake_softmax_axis"] = checked(root / "check", "mistake_softmax_axis",
                                                   SAMPLES / "mistake_softmax_axis.py")
     texts["check/misspelt"] = checked(root / "check", "misspelt", SCORING)
-    # The student kit, as built for students, in a kernel that ran the student's cells.
-    kits = root / "kits"
-    for name in ("attention_scoring", "bahdanau_attention"):
-        build_kit(name, out_dir=kits)
+    # The student kit, as built for students (the session's), in a kernel that ran the student's cells.
     scoring_kit = kits / "attention_scoring" / KIT_FOLDER
     bahdanau = (SUBMISSIONS / "bahdanau_attention" / "reference_style.py").read_text(encoding="utf-8")
     texts["kit/bahdanau_attention"] = kit_says(kits / "bahdanau_attention" / KIT_FOLDER, bahdanau)

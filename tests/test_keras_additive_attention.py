@@ -16,8 +16,9 @@ os.environ.setdefault("KERAS_BACKEND", "torch")  # read once, when keras is impo
 import keras
 
 from grader.check import load_solution_module
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun
 
+from .bundled_classes import BundledClasses
 from .conftest import ROOT
 from .sample_classes import (
     assert_full_marks,
@@ -95,9 +96,8 @@ def test_torch_reference_agrees_with_numpy(seed: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
-    return grade_class(assignment="keras_additive_attention", submissions_dir=SAMPLES,
-                       out_dir=tmp_path_factory.mktemp("keras") / "out", jobs=2)
+def sample(bundled: BundledClasses) -> ClassRun:
+    return bundled.run("keras_additive_attention")  # the session's run, shared
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ import torch
 from grader.check import load_solution_module
 from grader.pipeline import ClassRun, grade_class
 
+from .bundled_classes import BundledClasses
 from .conftest import ROOT
 from .sample_classes import (
     assert_full_marks,
@@ -130,9 +131,8 @@ def test_the_assignment_states_the_measured_figures(suffix: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
-    return grade_class(assignment="practical10", submissions_dir=SAMPLES,
-                       out_dir=tmp_path_factory.mktemp("practical10") / "out", jobs=2)
+def sample(bundled: BundledClasses) -> ClassRun:
+    return bundled.run("practical10")  # the session's run, shared
 
 
 @pytest.mark.slow

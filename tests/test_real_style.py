@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import grade_class
 from grader.results import SubmissionResult
 
+from .bundled_classes import REAL_STYLE, BundledClasses
 from .conftest import ROOT
 from .sample_classes import by_student, student_reads
 
@@ -67,16 +68,9 @@ SAME_FOR_EVERYONE = {"attention_scoring": "wrong_2d_branch", "bahdanau_attention
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, SubmissionResult]]:
-    runs: dict[str, ClassRun] = {}
-
-    def graded(assignment: str) -> dict[str, SubmissionResult]:
-        if assignment not in runs:
-            runs[assignment] = grade_class(assignment=assignment, submissions_dir=CORPUS / assignment,
-                                           out_dir=tmp_path_factory.mktemp(assignment) / "out", jobs=2)
-        return by_student(runs[assignment])
-
-    return graded
+def corpus(bundled: BundledClasses) -> Callable[[str], dict[str, SubmissionResult]]:
+    """Each assignment's corpus, graded once per session (tests/bundled_classes.py)."""
+    return lambda assignment: by_student(bundled.run(assignment, REAL_STYLE))
 
 
 def scores(result: SubmissionResult) -> dict[str, float]:

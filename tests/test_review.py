@@ -268,6 +268,11 @@ def test_marks_given_by_keyboard_reach_grades_csv_manual_csv_and_the_students_pa
     sheet = {(row["student"], row["question"]): row for row in rows(out / "manual.csv")}
     assert sheet["cleo", "maps"]["comment"] == "A clear diagonal." and sheet["cleo", "maps"]["marked_by"] == "Ana TA"
     assert sheet["ben", "why"]["points"] == "3.5"
+    results = json.loads((out / "students" / "ben" / "results.json").read_text(encoding="utf-8"))  # Gradescope's
+    assert results["score"] == 6.5
+    attend = next(t for t in results["tests"] if t["extra_data"]["check_id"] == "q1.attend")
+    assert attend["score"] == 1 and attend["output"].startswith("Regraded: 1 of 2 points (the check gave 0).")
+    assert "Prof" not in json.dumps(results)
     page_text = (out / "students" / "ben" / "report.html").read_text(encoding="utf-8")
     assert "Regraded: 1 of 2 points" in page_text and "only the axis was wrong" in page_text
     assert "Prof" not in page_text  # who regraded is the instructor's to see

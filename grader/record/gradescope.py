@@ -21,6 +21,9 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
         lines += check.notes
         if check.smallest is not None:  # its sizes only, which a hidden check may show too
             lines += (f"Smallest failing case: {check.smallest.text}.",)
+        if check.override is not None:  # as the student's page says it; who regraded is the instructor's
+            lines = (f"Regraded: {json_number(check.score)} of {json_number(check.max_score)} points (the check gave "
+                     f"{json_number(check.override.original)}). {check.override.reason}", *lines)
         output = "\n".join(lines)
         tests.append({
             "name": f"{check.question}: {check.title}",

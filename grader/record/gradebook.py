@@ -196,3 +196,15 @@ class Gradebook:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def stored_result(path: Path, assignment: str, student: str) -> SubmissionResult | None:
+    """One student's whole stored result, read without opening the gradebook for writing (the review app reads one
+    per page; a gradebook it cannot read gives None)."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S) as db:
+            row = db.execute("SELECT result_json FROM submissions WHERE assignment = ? AND student = ?",
+                             (assignment, student)).fetchone()
+    except sqlite3.Error:
+        return None
+    return _parse(row[0]) if row is not None else None

@@ -25,7 +25,7 @@ from markupsafe import Markup
 from grader.adjust.manual import answer_hash
 from grader.check.spec import Assignment, WrittenQuestion
 from grader.points import shown
-from grader.record.gradebook import Gradebook
+from grader.record.gradebook import Gradebook, stored_result
 from grader.record.output import ACCOUNTING, GRADEBOOK
 from grader.report.heatmap import heatmap_svg, value_range
 from grader.results import SubmissionResult
@@ -69,8 +69,7 @@ class Class:
         self.submissions = _submissions(out_dir)
 
     def result(self, student: str) -> SubmissionResult | None:
-        with Gradebook(self.out_dir / GRADEBOOK) as book:
-            return book.result(self.assignment.name, student)
+        return stored_result(self.out_dir / GRADEBOOK, self.assignment.name, student)
 
 
 def create_app(settings: Settings) -> Flask:

@@ -176,10 +176,13 @@ class MarkingStore:
             self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                               check_same_thread=False)
             self.connection.execute("PRAGMA journal_mode = WAL")
-            with self._transaction() as db:
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+            present = self.connection.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'review_changes_key'"
+                                              ).fetchone()[0]
+            if not present:  # the last statement of SCHEMA: made once, in one transaction
+                with self._transaction() as db:
+                    for statement in SCHEMA.split(";"):
+                        if statement.strip():
+                            db.execute(statement)
 
     def close(self) -> None:
         self.connection.close()

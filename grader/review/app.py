@@ -76,6 +76,8 @@ def create_app(settings: Settings) -> Flask:
     app = Flask(__name__)
     app.config.update(MAX_CONTENT_LENGTH=1 << 20)
     app.jinja_env.globals["shown"] = shown
+    started = secrets.token_hex(4)  # in the static files' addresses: a new run's browser fetches them afresh
+    app.jinja_env.globals["asset"] = lambda name: url_for("static", filename=name, v=started)
     csrf = secrets.token_urlsafe(32)
     roster = Class(settings.out_dir, settings.assignment)
     spec = settings.assignment
@@ -125,7 +127,12 @@ def create_app(settings: Settings) -> Flask:
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"
+        # Marks change under the page: never kept. The script and styles are the package's own files: kept for the
+        # run (their address carries the app's start), so moving to the next student fetches one page only.
+        if request.endpoint == "static":
+            response.headers["Cache-Control"] = "private, max-age=86400, immutable"
+        else:
+            response.headers["Cache-Control"] = "no-store"
         return response
 
     @app.errorhandler(400)

@@ -105,7 +105,7 @@ def test_no_line_of_the_reference_code_is_in_the_kit(kits: Path, name: str) -> N
     given = given_to_students(name)
     lines = set().union(*(code_lines(SOLUTIONS_DIR / name / source) for source in SOURCES
                           if (SOLUTIONS_DIR / name / source).is_file()))
-    assert len(lines) > 10
+    assert lines, f"{name}: no line of its reference code to look for"  # a new assignment's may be a few lines
     # The public checks' own code is in the kit by design: a line it shares with the reference (`if mask is not
     # None:`, the specification in a message) is the check's, and so is what students are given anyway.
     checks = (SOLUTIONS_DIR / name / "checks.py").read_text(encoding="utf-8")

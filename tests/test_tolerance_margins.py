@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from .bundled_classes import BundledClasses
-from .conftest import with_templates
+from .conftest import SUBMISSIONS, with_templates
 from .tolerance_margins import error_ratio
 
 pytestmark = pytest.mark.slow
@@ -24,7 +24,9 @@ def test_the_ratio_is_the_worst_entrys_share_of_its_bound() -> None:
 @pytest.mark.parametrize("assignment", with_templates())  # every assignment, a new one too
 def test_passes_and_failures_are_far_from_the_bound(bundled: BundledClasses, assignment: str) -> None:
     margins = bundled.margins(assignment)["float32"]
-    assert margins.compared > 10
+    # At least a comparison per sample file on the whole: the margins were recorded from the classes' grading. (A
+    # new assignment's class may be its model solution alone.)
+    assert margins.compared >= len(list((SUBMISSIONS / assignment).glob("*.*"))), margins
     # Measured on an AMD EPYC: the closest pass used 0.05 of its bound, the closest failure exceeded it 200 times.
     assert margins.passed[0] < 0.25, margins.passed
     assert margins.failed[0] > 4, margins.failed

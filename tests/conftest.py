@@ -4,7 +4,7 @@ sample class."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,8 @@ from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun
 
 if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
     from .bundled_classes import BundledClasses
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,3 +125,14 @@ def kits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in with_templates():  # a kit is recorded from the solution notebook
         build_kit(name, out_dir=out)
     return out
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium (the system's, tests/browser.py), one per test module."""
+    from .browser import chromium, chromium_path
+
+    if chromium_path() is None:
+        pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
+    with chromium() as launched:
+        yield launched

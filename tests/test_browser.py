@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -22,7 +21,7 @@ from playwright.sync_api import Browser, Page
 
 from grader.pipeline import ClassRun, grade_class
 
-from .browser import PHONE, Watch, chromium, chromium_path, open_file, pixel_colours, watched_page
+from .browser import PHONE, Watch, open_file, pixel_colours, watched_page
 from .conftest import SAMPLES
 
 CLASS = ("textbook.ipynb", "mistake_softmax_axis.py", "broken_syntax.py")
@@ -45,14 +44,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
         shutil.copy2(SAMPLES / name, submissions / name)
     return grade_class(assignment="attention_scoring", submissions_dir=submissions,
                        out_dir=tmp_path_factory.mktemp("browser") / "out", jobs=2)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if chromium_path() is None:
-        pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")

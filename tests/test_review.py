@@ -32,7 +32,7 @@ from grader.record.output import GRADEBOOK
 from grader.review.server import Review, serve
 from grader.review.store import Conflict, MarkingStore, mark_points
 
-from .browser import chromium, chromium_path, watched_page
+from .browser import watched_page
 from .conftest import FIXTURE_SOLUTIONS
 from .review_class import ASSIGNMENT, grade, write_class
 
@@ -60,14 +60,6 @@ def app(out: Path) -> Iterator[Review]:
     yield review
     review.close()
     thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if chromium_path() is None:
-        pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
-    with chromium() as launched:
-        yield launched
 
 
 def base(review: Review) -> str:

@@ -30,6 +30,9 @@ from grader.check.spec import WrittenQuestion
 from grader.storage import storing
 
 BUSY_TIMEOUT_S = 30.0
+RUBRIC = "id, question, origin, title, points, comment, position, version, deleted"
+MARK = "student, question, items, adjustment, comment, answer_sha256, author, saved_at, version"
+OVERRIDE = "student, check_id, points, reason, author, saved_at, version"
 FROM_CHECKS = "checks.py"  # a rubric item's origin: the question's rubric in checks.py; otherwise the page
 
 SCHEMA = """
@@ -205,6 +208,12 @@ class MarkingStore:
                 raise
             self.connection.execute("COMMIT")
 
+    def _select(self, db: sqlite3.Connection, columns: str, table: str, order: str = "", **equal: Any) -> list[tuple]:
+        """Rows of this assignment in ``table`` whose columns equal the values given (None: any value)."""
+        where = "".join(f" AND {column} = ?" for column, value in equal.items() if value is not None)
+        query = f"SELECT {columns} FROM {table} WHERE assignment = ?{where}" + (f" ORDER BY {order}" if order else "")
+        return db.execute(query, [self.assignment, *(v for v in equal.values() if v is not None)]).fetchall()
+
     def _log(self, db: sqlite3.Connection, kind: str, key: str, author: str, old: Any, new: Any) -> None:
         db.execute("INSERT INTO review_changes (assignment, kind, key, author, at, old, new) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -231,15 +240,8 @@ class MarkingStore:
 
     def rubric(self, question: str | None = None, *, deleted: bool = False) -> dict[int, RubricEntry]:
         """The rubric items (of one question, or all), by id, in their order."""
-        query = ("SELECT id, question, origin, title, points, comment, position, version, deleted FROM review_rubric "
-                 "WHERE assignment = ?")
-        params: list[Any] = [self.assignment]
-        if question is not None:
-            query += " AND question = ?"
-            params.append(question)
-        if not deleted:
-            query += " AND deleted = 0"
-        rows = self.connection.execute(query + " ORDER BY question, position, id", params).fetchall()
+        rows = self._select(self.connection, RUBRIC, "review_rubric", "question, position, id", question=question,
+                            deleted=None if deleted else 0)
         return {row[0]: RubricEntry(*row[:8], deleted=bool(row[8])) for row in rows}
 
     def save_rubric_item(self, question: WrittenQuestion, *, item_id: int | None, title: str, points: float,
@@ -274,29 +276,21 @@ class MarkingStore:
         return new
 
     def _item(self, db: sqlite3.Connection, item_id: int) -> RubricEntry | None:
-        row = db.execute("SELECT id, question, origin, title, points, comment, position, version, deleted FROM "
-                         "review_rubric WHERE assignment = ? AND id = ?", (self.assignment, item_id)).fetchone()
-        return RubricEntry(*row[:8], deleted=bool(row[8])) if row else None
+        rows = self._select(db, RUBRIC, "review_rubric", id=item_id)
+        return RubricEntry(*rows[0][:8], deleted=bool(rows[0][8])) if rows else None
 
     # ----- marks ----------------------------------------------------------------------------------------------
     def marks(self, question: str | None = None) -> dict[tuple[str, str], Mark]:
         """Every mark (of one question, or all), by (student, question)."""
-        query = ("SELECT student, question, items, adjustment, comment, answer_sha256, author, saved_at, version "
-                 "FROM review_marks WHERE assignment = ?")
-        params: list[Any] = [self.assignment]
-        if question is not None:
-            query += " AND question = ?"
-            params.append(question)
-        return {(row[0], row[1]): _mark(row) for row in self.connection.execute(query, params)}
+        return {(row[0], row[1]): _mark(row) for row in self._select(self.connection, MARK, "review_marks",
+                                                                     question=question)}
 
     def mark(self, student: str, question: str) -> Mark | None:
         return self._mark(self.connection, student, question)
 
     def _mark(self, db: sqlite3.Connection, student: str, question: str) -> Mark | None:
-        row = db.execute("SELECT student, question, items, adjustment, comment, answer_sha256, author, saved_at, "
-                         "version FROM review_marks WHERE assignment = ? AND student = ? AND question = ?",
-                         (self.assignment, student, question)).fetchone()
-        return _mark(row) if row else None
+        rows = self._select(db, MARK, "review_marks", student=student, question=question)
+        return _mark(rows[0]) if rows else None
 
     def save_mark(self, question: WrittenQuestion, student: str, *, items: Sequence[int], adjustment: float,
                   comment: str, answer_sha256: str, base_version: int, author: str) -> Mark:
@@ -323,19 +317,12 @@ class MarkingStore:
     # ----- overrides ------------------------------------------------------------------------------------------
     def overrides(self, student: str | None = None) -> dict[tuple[str, str], Override]:
         """Every override in force (points set), by (student, check id)."""
-        query = ("SELECT student, check_id, points, reason, author, saved_at, version FROM review_overrides "
-                 "WHERE assignment = ? AND points IS NOT NULL")
-        params: list[Any] = [self.assignment]
-        if student is not None:
-            query += " AND student = ?"
-            params.append(student)
-        return {(row[0], row[1]): Override(*row) for row in self.connection.execute(query, params)}
+        return {(row[0], row[1]): Override(*row) for row in self._select(
+            self.connection, OVERRIDE, "review_overrides", student=student) if row[2] is not None}
 
     def override(self, student: str, check_id: str) -> Override | None:
-        row = self.connection.execute("SELECT student, check_id, points, reason, author, saved_at, version FROM "
-                                      "review_overrides WHERE assignment = ? AND student = ? AND check_id = ?",
-                                      (self.assignment, student, check_id)).fetchone()
-        return Override(*row) if row else None
+        rows = self._select(self.connection, OVERRIDE, "review_overrides", student=student, check_id=check_id)
+        return Override(*rows[0]) if rows else None
 
     def save_override(self, student: str, check_id: str, *, points: float | None, maximum: float, reason: str,
                       base_version: int, author: str) -> Override:
@@ -358,16 +345,9 @@ class MarkingStore:
     # ----- history --------------------------------------------------------------------------------------------
     def changes(self, kind: str | None = None, key: str | None = None) -> list[Change]:
         """Every change kept, oldest first (of one kind and key, when given)."""
-        query = "SELECT kind, key, author, at, old, new FROM review_changes WHERE assignment = ?"
-        params: list[Any] = [self.assignment]
-        if kind is not None:
-            query += " AND kind = ?"
-            params.append(kind)
-        if key is not None:
-            query += " AND key = ?"
-            params.append(key)
         return [Change(k, key_, author, at, json.loads(old) if old else None, json.loads(new) if new else None)
-                for k, key_, author, at, old, new in self.connection.execute(query + " ORDER BY id", params)]
+                for k, key_, author, at, old, new in self._select(self.connection, "kind, key, author, at, old, new",
+                                                                  "review_changes", "id", kind=kind, key=key)]
 
 
 def _mark(row: tuple) -> Mark:

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, expect
 
 from grader.check.load import load_assignment
+from grader.export.moodle import feedback_comment
 from grader.pipeline import ClassRun
 from grader.record.output import GRADEBOOK
 from grader.review.server import Review, serve
@@ -270,6 +271,11 @@ def test_marks_given_by_keyboard_reach_grades_csv_manual_csv_and_the_students_pa
     assert "Prof" not in page_text  # who regraded is the instructor's to see
     assert "Right: each row is a softmax over the keys." in page_text  # the rubric item's comment
     assert "Prof" in (out / "students" / "ben" / "instructor.html").read_text(encoding="utf-8")
+    # Moodle's worksheet comment (Canvas and Moodle attach the student's page, which says it all).
+    ben = next(r for r in run.results if r.student == "ben")
+    assert feedback_comment(ben, ben.score, ben.max_score) == (
+        "Autograder: 6.5 / 9. Lost points on: q1 attend (1 / 2). Written answers: why 3.5 / 4, maps 2 / 3. Regraded "
+        "by hand: q1.attend 1 / 2 (Regrade request: only the axis was wrong). Details in the attached report.html.")
 
 
 def test_a_spreadsheet_mark_is_imported_and_one_that_contradicts_the_browser_is_reported(out: Path) -> None:

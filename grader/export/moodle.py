@@ -31,7 +31,7 @@ from grader.files import atomic_writer, write_text_atomic
 from grader.points import decimal
 from grader.record.output import MOODLE, OutputFolder
 from grader.record.placed import Placed
-from grader.results import GRADED, SubmissionResult
+from grader.results import GRADED, MARKED, SubmissionResult
 
 # The worksheet's headers as Moodle (English) writes them (mod/assign/gradingtable.php, lang/en/assign.php).
 IDENTIFIER, FULL_NAME, EMAIL, STATUS = "Identifier", "Full name", "Email address", "Status"
@@ -53,7 +53,9 @@ def _participant(submission: Submission) -> str | None:
     return dict(submission.origin).get(PARTICIPANT)
 
 
-def _comment(result: SubmissionResult, grade: float, maximum: float) -> str:
+def feedback_comment(result: SubmissionResult, grade: float, maximum: float) -> str:
+    """The worksheet's "Feedback comments": the score, where points were lost, the written answers' marks and the
+    checks regraded by hand (their reasons), then the attached report for the rest."""
     if result.status != GRADED:
         reason = (result.reason.splitlines() or ["see the report"])[0][:200]
         text = f"Autograder: {_number(grade)} / {_number(maximum)}. Not graded: {reason}"
@@ -62,6 +64,14 @@ def _comment(result: SubmissionResult, grade: float, maximum: float) -> str:
                 for q in result.questions if q.score < q.max_score]
         text = f"Autograder: {_number(grade)} / {_number(maximum)}."
         text += f" Lost points on: {'; '.join(lost)}." if lost else " Full marks on every question."
+        marked = [f"{m.question} {_number(m.score)} / {_number(m.max_score)}" for m in result.manual
+                  if m.max_score and m.state == MARKED]
+        if marked:
+            text += f" Written answers: {', '.join(marked)}."
+        regraded = [f"{c.check_id} {_number(c.score)} / {_number(c.max_score)} ({c.override.reason})"
+                    for c in result.checks if c.override is not None]
+        if regraded:
+            text += f" Regraded by hand: {'; '.join(regraded)}."
         if result.late_points > 0:
             text += f" Late: -{_number(result.late_points)} points."
     # Moodle stores the comment as HTML: a question title's < or & must stay text.
@@ -108,7 +118,7 @@ def _minimal_worksheet(graded: dict[str, tuple[Submission, SubmissionResult]]) -
     for ident, (submission, result) in _in_order(graded):
         grade, maximum = _scaled(result, None)
         rows.append([PARTICIPANT_PREFIX + ident, submission.name, _number(grade), _number(maximum), "-",
-                     _comment(result, grade, maximum)])
+                     feedback_comment(result, grade, maximum)])
     return _csv(rows)
 
 
@@ -147,7 +157,7 @@ def _filled_worksheet(worksheet: Path, graded: dict[str, tuple[Submission, Submi
         grade, maximum = _scaled(result, row[column[MAXIMUM]] if MAXIMUM in column else None)
         row[column[GRADE]] = _number(grade)
         if COMMENTS in column:
-            row[column[COMMENTS]] = _comment(result, grade, maximum)
+            row[column[COMMENTS]] = feedback_comment(result, grade, maximum)
         filled[match[1]] = filled.get(match[1], 0) + 1
     not_placed = tuple(
         (result.student, _who(submission),

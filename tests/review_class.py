@@ -8,6 +8,7 @@ import base64
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 import nbformat
 
@@ -75,6 +76,6 @@ def write_class(folder: Path, students: dict[str, str] = STUDENTS) -> Path:
     return folder
 
 
-def grade(submissions: Path, out: Path, *, jobs: int = 2) -> ClassRun:
+def grade(submissions: Path, out: Path, *, jobs: int = 2, **options: Any) -> ClassRun:
     return grade_class(assignment=ASSIGNMENT, submissions_dir=submissions, out_dir=out, jobs=jobs,
-                       solutions_dir=FIXTURE_SOLUTIONS)
+                       solutions_dir=FIXTURE_SOLUTIONS, **options)

@@ -318,3 +318,24 @@ def test_a_spreadsheet_mark_is_imported_and_one_that_contradicts_the_browser_is_
     assert "4 points typed there, but Bo TA marked it 1 in the browser" in problem
     assert next(m.points for r in run.results if r.student == "ben" for m in r.manual if m.question == "why") == 1
     assert {(r["student"], r["question"]): r["points"] for r in rows(path)}["ben", "why"] == "1"
+
+
+def test_marks_and_overrides_reach_results_graded_in_job_processes(out: Path) -> None:
+    """A large class is graded in job processes, which apply the marks the run read at its start."""
+    written = load_assignment(ASSIGNMENT, solutions_dir=FIXTURE_SOLUTIONS).written
+    why = next(w for w in written if w.id == "why")
+    answer = next(r["answer_sha256"] for r in rows(out / "manual.csv") if (r["student"], r["question"]) == ("ana",
+                                                                                                          "why"))
+    with MarkingStore(out / GRADEBOOK, ASSIGNMENT) as store:
+        store.add_checks_rubric(written)
+        store.save_mark(why, "ana", items=list(store.rubric("why"))[:2], adjustment=0, comment="", answer_sha256=answer,
+                        base_version=0, author="ta")
+        store.save_override("cleo", "q1.attend", points=1, maximum=2, reason="partly right", base_version=0,
+                            author="ta")
+    submissions = Path(json.loads((out / "accounting.json").read_text())["submissions"])
+    run = grade(submissions, out, force=True, job_processes=True)
+    assert run.job_processes == 2 and run.graded_now == 3
+    graded = {r.student: r for r in run.results}
+    assert next(m.points for m in graded["ana"].manual if m.question == "why") == 4
+    (attend,) = [c for c in graded["cleo"].checks if c.check_id == "q1.attend"]
+    assert attend.score == 1 and attend.override is not None and attend.override.reason == "partly right"

@@ -67,14 +67,15 @@ class Adjustments:
     """Read once at the start of a run (under the output folder's lock); ``apply`` to every result written;
     ``finish`` once the class is complete."""
 
-    def __init__(self, out_dir: Path, assignment: Assignment, rule: DeadlineRule, *, import_marks: bool = True) -> None:
-        """``import_marks``: bring manual.csv's new marks into the gradebook (the run's own process does, once;
-        its job processes only read)."""
+    def __init__(self, out_dir: Path, assignment: Assignment, rule: DeadlineRule, *,
+                 review: ReviewMarks | None = None) -> None:
+        """``review``: the review app's marks as the run read them (a job process's); otherwise they are read from
+        the gradebook, after manual.csv's new marks are brought into it (the run's own process does, once)."""
         self.out_dir = out_dir
         self.assignment = assignment
         self.rule = rule
         self.manual = ManualSheet.load(out_dir, assignment.written)
-        self.review = ReviewMarks.load(out_dir, assignment, self.manual, import_sheet=import_marks)
+        self.review = review if review is not None else ReviewMarks.load(out_dir, assignment, self.manual)
         self.extensions_path = out_dir / EXTENSIONS_CSV
         self.extensions, self.extension_problems, self.extensions_unreadable = _read_extensions(
             self.extensions_path, rule)

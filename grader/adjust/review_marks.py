@@ -40,16 +40,14 @@ class ReviewMarks:
     problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, out_dir: Path, assignment: Assignment, sheet: ManualSheet, *, import_sheet: bool = True
-             ) -> ReviewMarks:
+    def load(cls, out_dir: Path, assignment: Assignment, sheet: ManualSheet) -> ReviewMarks:
         path = out_dir / GRADEBOOK
-        typed = [row for row in (sheet.sheet.rows if sheet.sheet else ()) if row.get("points")] if import_sheet else []
+        typed = [row for row in (sheet.sheet.rows if sheet.sheet else ()) if row.get("points")]
         if not path.exists() and not typed:
             return cls()
         found = cls()
         with MarkingStore(path, assignment.name) as store:
-            if import_sheet:
-                store.add_checks_rubric(assignment.written)
+            store.add_checks_rubric(assignment.written)
             if typed:
                 found._import(store, assignment, sheet, out_dir)
             found.marks = store.marks()

@@ -158,7 +158,7 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Discovery, out
     remove_partial_writes(out.path)
     # Manual marks and late penalties go on top of every result written, the reused ones included (grader/adjust).
     adjust = Adjustments(out.path, spec, choices.rule)
-    pages = PagesSettings(out.path, adjust.rule)
+    pages = PagesSettings(out.path, adjust.rule, adjust.review)
     clock = StageClock()
     with Gradebook(out.gradebook) as book, ExitStack() as stack:
         plan = plan_resume(found.submissions, book.stored(spec.name, summaries=True),

@@ -7,10 +7,11 @@ processes (pickled), and to a Dask cluster's workers, which refuse to grade when
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.adjust import DeadlineRule
+from grader.adjust.review_marks import ReviewMarks
 from grader.execute.limits import Limits
 
 
@@ -33,3 +34,6 @@ class PagesSettings:
 
     out_dir: Path
     rule: DeadlineRule
+    # The review app's marks and overrides as the run read them at its start: job processes apply these, and never
+    # open the gradebook for them (a job process waiting on its lock would not stop at once).
+    review: ReviewMarks = field(default_factory=ReviewMarks)

@@ -83,7 +83,7 @@ def _start_job(settings: RunSettings, pages: PagesSettings, run: lifetime.Owner)
     spec = load_assignment(settings.assignment, solutions_dir=settings.solutions_dir)
     # The files the run read its own from at its start, under the output folder's lock: the same marks here.
     _job.update(settings=settings, pages=pages, pool=pool, spec=spec,
-                adjust=Adjustments(pages.out_dir, spec, pages.rule, import_marks=False))
+                adjust=Adjustments(pages.out_dir, spec, pages.rule, review=pages.review))
 
 
 def _grade(submission: Submission) -> tuple[str, dict[str, float], tuple[float, float], int]:

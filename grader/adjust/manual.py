@@ -1,8 +1,10 @@
 """OUT/manual.csv: the written answers, one row per student and written question, for the instructor to mark.
 
 Columns: ``student``, ``question``, ``points`` and ``comment`` (the instructor's), ``max_points``, ``status``,
-``answer`` (the first characters of the answer, on one line) and ``answer_sha256`` (the grader's). Every run reads
-the file, counts the marks, and writes it again with the class as it is now:
+``answer`` (the first characters of the answer, on one line), ``answer_sha256`` and ``marked_by`` (the grader's).
+The gradebook holds the marks given in the review app (`grader review`) and those brought in from this file
+(grader/adjust/review_marks.py); a row of an answer marked there shows that mark, and ``marked_by`` says whose.
+Every run reads the file, counts the marks, and writes it again with the class as it is now:
 
 - the instructor's cells (points, comment, and any column they added) are kept as typed, never cleared;
 - a new student or answer gets a row with empty points;

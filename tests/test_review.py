@@ -339,3 +339,19 @@ def test_marks_and_overrides_reach_results_graded_in_job_processes(out: Path) ->
     assert next(m.points for m in graded["ana"].manual if m.question == "why") == 4
     (attend,) = [c for c in graded["cleo"].checks if c.check_id == "q1.attend"]
     assert attend.score == 1 and attend.override is not None and attend.override.reason == "partly right"
+
+
+def test_a_rubric_item_deleted_in_the_page_no_longer_counts_for_anyone(app: Review, browser: Browser) -> None:
+    root = base(app)
+    with watched_page(browser) as (page, _):
+        sign_in(page, app, "Ana TA")
+        page.goto(root + "/mark/why/2")
+        press(page, "2", "3")  # +2 and -1
+        expect(page.locator("#points")).to_have_text("1 / 4")
+        page.locator("details.edit-rubric summary").click()
+        form = page.locator("form.rubric-item").nth(2)  # "Confuses rows and columns", -1
+        form.locator("input[name=deleted]").check()
+        with page.expect_navigation():
+            form.locator("button").click()
+        expect(page.locator("#points")).to_have_text("2 / 4")
+        assert page.locator("input.item").count() == 2

@@ -127,7 +127,7 @@ function markingPage(data) {
     const {status, answer} = await post(data.save_item, {
       question: data.question, id: form.dataset.id ? Number(form.dataset.id) : null,
       base_version: Number(form.dataset.version), title: fields.get("title"), points: Number(fields.get("points")),
-      comment: fields.get("comment"),
+      comment: fields.get("comment"), deleted: fields.get("deleted") === "on",
     });
     if (status === 200) { location.reload(); return; }
     state.textContent = status === 409

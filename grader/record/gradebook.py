@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +89,21 @@ def _parse(text: str | None) -> SubmissionResult | None:
         return None
 
 
+@contextmanager
+def write_transaction(connection: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
+    """One write transaction on the gradebook at ``path`` (``connection`` in autocommit mode), taken at once: rolled
+    back whole on any error; a refused write ("database or disk is full", a read-only gradebook) is Refused."""
+    with storing(path):
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield connection
+        except BaseException:
+            if connection.in_transaction:  # SQLite itself rolls back on a full disk
+                connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+
+
 class Gradebook:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -108,17 +123,8 @@ class Gradebook:
                                          "move it away or grade into another --out folder") from exc
             raise
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with storing(self.path):  # "database or disk is full", a read-only gradebook: Refused
-            self.connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.connection
-            except BaseException:
-                if self.connection.in_transaction:  # SQLite itself rolls back on a full disk
-                    self.connection.execute("ROLLBACK")
-                raise
-            self.connection.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self.connection, self.path)
 
     def _migrate(self) -> None:
         with self._transaction() as db:

@@ -169,8 +169,8 @@ def create_app(settings: Settings) -> Flask:
         if result is None:
             abort(404)
         rubric = g.store.rubric(qid)
-        mark = g.store.mark(student, qid)
         marks = g.store.marks(qid)
+        mark = marks.get((student, qid))
         view = answer_view(result, qid, roster.submissions)
         current = roster.answer_hashes.get(student, {}).get(qid, answer_hash(""))
         data = {"question": qid, "student": student if not _anonymous() else None, "index": index,

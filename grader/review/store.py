@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from grader.check.spec import WrittenQuestion
+from grader.record.gradebook import write_transaction
 from grader.storage import storing
 
 BUSY_TIMEOUT_S = 30.0
@@ -196,17 +197,8 @@ class MarkingStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        with storing(self.path):
-            self.connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.connection
-            except BaseException:
-                if self.connection.in_transaction:
-                    self.connection.execute("ROLLBACK")
-                raise
-            self.connection.execute("COMMIT")
+    def _transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        return write_transaction(self.connection, self.path)
 
     def _select(self, db: sqlite3.Connection, columns: str, table: str, order: str = "", **equal: Any) -> list[tuple]:
         """Rows of this assignment in ``table`` whose columns equal the values given (None: any value)."""

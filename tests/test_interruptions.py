@@ -163,7 +163,12 @@ def signal_and_watch(run: Run, before: set[int], signum: int, *, group: bool = F
         os.killpg(run.process.pid, signum)
     else:
         os.kill(run.process.pid, signum)
-    code = run.process.wait(timeout=60)
+    try:
+        code = run.process.wait(timeout=60)
+    except subprocess.TimeoutExpired:  # say what the grader was doing and what it had running
+        raise AssertionError(f"the grader did not exit within 60 s of signal {signum}; still running: "
+                             f"{started_by_the_run(before)}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n"
+                             f"{run.stderr[-3000:]}") from None
     took = time.monotonic() - sent
     left: dict[int, str] = {}
     while time.monotonic() - sent < GONE_WITHIN_S:

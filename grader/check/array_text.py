@@ -14,9 +14,10 @@ MAX_ENTRIES = 100  # larger arrays show their first entries, flattened
 def array_text(array: np.ndarray, *, max_entries: int = MAX_ENTRIES) -> str:
     """'[[0.1234, 1.0], [0.0, -2.5]]', or '[0.1, 0.2, ... 120 entries in all]' for a large array."""
     values = np.asarray(array)
-    if values.dtype.kind == "f":
-        values = np.round(values.astype(np.float64), 4) + 0.0  # + 0.0: -0.0 reads as 0.0
+    shown = values if values.size <= max_entries else values.ravel()[:max_entries]  # not a million entries rounded
+    if shown.dtype.kind == "f":
+        shown = np.round(shown.astype(np.float64), 4) + 0.0  # + 0.0: -0.0 reads as 0.0
     if values.size <= max_entries:
-        return repr(values.tolist())
-    head = ", ".join(repr(v) for v in values.ravel()[:max_entries].tolist())
+        return repr(shown.tolist())
+    head = ", ".join(repr(v) for v in shown.tolist())
     return f"[{head}, ... {values.size} entries in all]"

@@ -19,6 +19,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from grader.check.reference_memo import MEMO
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _SUBSTITUTES: ContextVar[dict[Callable[..., Any], Callable[..., Any]] | None] = ContextVar("substitutes", default=None)
@@ -32,14 +34,19 @@ def substitutable(function: F) -> F:
         substitutes = _SUBSTITUTES.get() or {}
         stand_in = substitutes.get(dispatch)
         if stand_in is None:
-            return function(*args, **kwargs)
+            return MEMO.call(function, substitutes, args, kwargs, lambda: function(*args, **kwargs))
         # A variant may be written as the reference with one thing changed (``ref.f(..., scale=1.0)``): inside the
         # stand-in, the name it replaces is the reference again, not the stand-in calling itself for ever.
-        token = _SUBSTITUTES.set({key: value for key, value in substitutes.items() if key is not dispatch})
-        try:
-            return stand_in(*args, **kwargs)
-        finally:
-            _SUBSTITUTES.reset(token)
+        inside = {key: value for key, value in substitutes.items() if key is not dispatch}
+
+        def compute() -> Any:
+            token = _SUBSTITUTES.set(inside)
+            try:
+                return stand_in(*args, **kwargs)
+            finally:
+                _SUBSTITUTES.reset(token)
+
+        return MEMO.call(stand_in, inside, args, kwargs, compute)
 
     return dispatch  # type: ignore[return-value]
 

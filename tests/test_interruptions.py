@@ -165,10 +165,15 @@ def signal_and_watch(run: Run, before: set[int], signum: int, *, group: bool = F
         os.kill(run.process.pid, signum)
     try:
         code = run.process.wait(timeout=60)
-    except subprocess.TimeoutExpired:  # say what the grader was doing and what it had running
+    except subprocess.TimeoutExpired:  # say what the grader was doing, where each of its threads is, what it ran
+        running = started_by_the_run(before)
+        for pid, cmd in {run.process.pid: "grader", **running}.items():
+            if "grader" in cmd and "zygote" not in cmd:  # the run and its job processes print their stacks
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGUSR1)
+        time.sleep(2)
         raise AssertionError(f"the grader did not exit within 60 s of signal {signum}; still running: "
-                             f"{started_by_the_run(before)}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n"
-                             f"{run.stderr[-3000:]}") from None
+                             f"{running}\nstdout:\n{run.stdout[-3000:]}\nstderr:\n{run.stderr[-12000:]}") from None
     took = time.monotonic() - sent
     left: dict[int, str] = {}
     while time.monotonic() - sent < GONE_WITHIN_S:
@@ -259,3 +264,17 @@ def test_after_sigkill_no_process_is_left_and_the_same_command_grades_only_the_r
     assert f"{len(kept)} unchanged since the last run (use --force to regrade); grading {LARGE - len(kept)}." \
         in again.stdout, again.stdout
     assert len(recorded(out)) == LARGE
+
+
+def test_sigusr1_prints_where_each_thread_is_and_the_run_goes_on(tmp_path: Path) -> None:
+    """For a run that seems stuck: ``kill -USR1`` prints the stacks of the run's threads and changes nothing else."""
+    submissions = toy_class(tmp_path / "class", 2, "import time\n\ntime.sleep(3)\n\n" + TOY_CORRECT)
+    with watched() as before:
+        run = Run(tmp_path, command(submissions, tmp_path / "out"))
+        wait_for(lambda: student_running(before) or run.process.poll() is not None, 90, "a student's process")
+        os.kill(run.process.pid, signal.SIGUSR1)
+        code = run.process.wait(timeout=120)
+    assert code == 0, run.stdout + run.stderr
+    assert re.search(r"^Current thread 0x[0-9a-f]+ \(most recent call first\):$", run.stderr, re.MULTILINE), run.stderr
+    assert re.search(r'File ".*grader/.*", line \d+ in \w+', run.stderr), run.stderr
+    assert recorded(tmp_path / "out") == {"s00", "s01"}

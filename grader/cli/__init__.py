@@ -19,6 +19,7 @@ from grader import __version__
 from grader.cli import assign, check, grade, gradescope, kit, new, review
 from grader.cli.signals import stopped_by_signals
 from grader.errors import GraderError, InfrastructureError
+from grader.stack_dump import stacks_on_request
 from grader.storage import FULL, QUOTA, READ_ONLY, Refused
 
 COMMANDS = (grade, check, assign, kit, gradescope, new, review)
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    stacks_on_request()
     try:
         with stopped_by_signals():
             return args.run(args)

@@ -49,6 +49,7 @@ from grader.pipeline.stage_times import StageClock
 from grader.pipeline.student_files import write_student_files
 from grader.pipeline.submission_run import grade_for_run
 from grader.record.result_json import result_from_json, result_to_json
+from grader.stack_dump import stacks_on_request
 
 PROCESSES_FROM = 40  # submissions to grade, at least, for jobs to be processes rather than threads
 STOP_SECONDS = 3.0  # for a job process asked to stop to kill its worker and exit; then it is killed
@@ -75,6 +76,7 @@ def _start_job(settings: RunSettings, pages: PagesSettings, run: lifetime.Owner)
     # The run decides what a Ctrl-C stops, and stops this process. Handled rather than ignored: an ignored signal
     # would stay ignored in the zygotes and students this process starts.
     signal.signal(signal.SIGINT, _leave_to_the_run)
+    stacks_on_request()
     lifetime.stop_when_gone(run, STOP_SECONDS)  # a run killed outright does not stop its job processes itself
     pool = WorkerPool(size=1, sandbox=isolation.detect(settings.sandbox), device=settings.device,
                       limits=settings.limits)

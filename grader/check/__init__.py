@@ -11,7 +11,7 @@ from grader.check.context import CheckContext
 from grader.check.load import available_assignments, load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, RubricItem, WrittenQuestion
 from grader.check.student import StudentFunction, StudentObject
-from grader.check.variants import substitutable
+from grader.check.variants import memoised, substitutable
 from grader.errors import StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned
 from grader.execute.limits import Limits
@@ -22,4 +22,4 @@ from grader.times import LatePolicy
 __all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Limits", "Question",
            "Returned", "RubricItem", "StudentFunction", "StudentObject", "StudentRaised", "WrittenQuestion",
            "WrongAnswer", "assignment_file", "available_assignments", "compare_tensor", "load_assignment",
-           "load_solution_module", "substitutable"]
+           "load_solution_module", "memoised", "substitutable"]

@@ -51,6 +51,18 @@ def substitutable(function: F) -> F:
     return dispatch  # type: ignore[return-value]
 
 
+def memoised(function: F) -> F:
+    """Mark a pure reference helper that no variant stands in for but that is costly on large inputs: its answers
+    are kept like a substitutable function's (reference_memo.py), with the stand-ins active around it in the key,
+    since what it calls may be one."""
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return MEMO.call(function, _SUBSTITUTES.get() or {}, args, kwargs, lambda: function(*args, **kwargs))
+
+    return call  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
 class Variant:
     id: str  # "q1.softmax_queries_axis"

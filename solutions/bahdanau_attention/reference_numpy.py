@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.check import substitutable
+from grader.check import memoised, substitutable
 
 BLOCK = 65536
 
@@ -18,6 +18,7 @@ def softmax(x: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum()
 
 
+@memoised  # the memory check's million keys: the checks' own helpers (softmax_per_chunk) ask for them too
 def additive_scores(query: np.ndarray, key: np.ndarray, p: dict[str, np.ndarray]) -> np.ndarray:
     """energy_layer(tanh(query_layer(query) + key_layer(key))) for each key: shape (n,)."""
     q = query.reshape(1, -1) @ p["query_layer.weight"].T + p["query_layer.bias"]

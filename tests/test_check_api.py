@@ -16,7 +16,7 @@ from .conftest import FIXTURE_SOLUTIONS, ROOT
 
 # The names other code is written against (the scaffold of `grader new`, the docs' reference table).
 CHECK_API = ("Assignment", "Question", "WrittenQuestion", "CheckContext", "Arg", "Returned", "StudentObject",
-             "StudentFunction", "StudentRaised", "WrongAnswer", "substitutable", "compare_tensor", "Limits",
+             "StudentFunction", "StudentRaised", "WrongAnswer", "substitutable", "memoised", "compare_tensor", "Limits",
              "LatePolicy", "PUBLIC", "HIDDEN", "assignment_file")
 
 

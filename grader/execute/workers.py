@@ -11,6 +11,7 @@ layout), no capabilities, the seccomp filter, rlimits, a cgroup of their own, an
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import queue
@@ -35,6 +36,9 @@ from grader.execute.limits import Limits
 
 STARTUP_SECONDS = 60.0  # a zygote imports torch once; generous for a loaded laptop
 CONTROL_SECONDS = 10.0  # a fork, a sweep or a clean; past this the zygote counts as lost
+# A message pipe's buffer (Linux's unprivileged maximum): a large array crosses in 80 system calls rather than 1,280
+# (80 MB, bahdanau's million keys: 0.07 s rather than 0.33 s on this project's machine).
+PIPE_BYTES = 1 << 20
 DIAGNOSTIC_BYTES = 8 << 10  # what a zygote printed, kept for the message when it fails to start
 
 
@@ -300,6 +304,8 @@ class Worker:
         child_read, grader_write = os.pipe()
         grader_read, child_write = os.pipe()
         output_read, output_write = os.pipe()
+        for end in (grader_write, grader_read):
+            _widen(end)
         try:
             try:
                 self._send({"op": "fork", "id": ident, "rlimits": rlimits, "home": home},
@@ -411,3 +417,12 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _widen(fd: int) -> None:
+    """The pipe's buffer raised to PIPE_BYTES where the system allows it (Linux); elsewhere, or refused (a user over
+    the system's pipe quota), it stays as it was: only slower."""
+    setpipe = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setpipe is not None:
+        with suppress(OSError):
+            fcntl.fcntl(fd, setpipe, PIPE_BYTES)

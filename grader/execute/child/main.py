@@ -23,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import contextlib  # noqa: E402
+import ctypes  # noqa: E402
 import gc  # noqa: E402
 import inspect  # noqa: E402
 import io  # noqa: E402
@@ -262,8 +263,26 @@ class Serving(calls.Calls):
                 reply, reply_blobs = {"ok": False, "error": self.describe_exception(exc)}, []
             self.channel.send(reply, reply_blobs)
 
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+def _allocator_for_a_budget() -> None:
+    """Under a memory budget, blocks of 256 KiB and more come from mmap and go back to the system when freed, and the
+    heap's free top is returned: a loop that keeps a little of each chunk (its weights) while its chunk-sized
+    temporaries come and go cannot fragment the heap past the budget. Outside a budget the zygote's thresholds
+    (4 MiB, 16 MiB kept: workers.py's child_env) let a training loop reuse its temporaries. Not glibc (macOS, where
+    the address-space limit is not enforced either): nothing to do."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        libc.mallopt(M_MMAP_THRESHOLD, 256 << 10)
+        libc.mallopt(M_TRIM_THRESHOLD, 128 << 10)
+        libc.malloc_trim(0)
+
+
 def _limit_address_space(budget: int) -> None:
     """Allow ``budget`` more bytes of address space than now, for good: hard and soft limit alike."""
+    _allocator_for_a_budget()
     with open("/proc/self/status") as status:
         size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
     resource.setrlimit(resource.RLIMIT_AS, (size + budget, size + budget))

@@ -92,12 +92,13 @@ class ReferenceMemo:
     def call(self, function: Callable[..., Any], stand_ins: Mapping[Any, Any], args: tuple, kwargs: dict[str, Any],
              compute: Callable[[], Any]) -> Any:
         """``compute()``, which calls ``function`` on ``args`` and ``kwargs`` with ``stand_ins`` in place."""
+        if _size(args) + _size(kwargs) < self.min_bytes:  # most calls: no digest to pay for
+            return compute()
         digest = hashlib.blake2b(digest_size=20)
         try:
-            size = _feed(args, digest) + _feed(kwargs, digest)
+            _feed(args, digest)
+            _feed(kwargs, digest)
         except _NotKept:
-            return compute()
-        if size < self.min_bytes:
             return compute()
         # The function objects themselves, not their ids: a key keeps them alive, so no other can take their id.
         key = (function, frozenset(stand_ins.items()), digest.digest())

@@ -22,37 +22,35 @@ import numpy as np
 
 MIN_BYTES = 1 << 20  # smaller calls are computed: they take about as long as their digest
 MAX_BYTES = 64 << 20  # answers kept at most; the least recently used go first
+PLAIN = (bool, int, float, complex, str, bytes, np.generic, type(None))  # digested by their repr, never copied
 
 
 class _NotKept(Exception):
     """An argument or answer of a kind the memo does not digest or copy: the call is computed as usual."""
 
 
-def _feed(value: Any, digest: Any) -> int:
-    """Feed ``value`` into ``digest``; the bytes of arrays it holds."""
+def _feed(value: Any, digest: Any) -> None:
+    """Feed ``value`` (its values, dtypes, shapes and structure) into ``digest``."""
     if isinstance(value, np.ndarray):
         if value.dtype.hasobject:
             raise _NotKept
         digest.update(f"a{value.dtype.str}{value.shape}".encode())
         digest.update(np.ascontiguousarray(value).view(np.uint8).data)
-        return value.nbytes
-    if isinstance(value, (tuple, list)):
+    elif isinstance(value, (tuple, list)):
         digest.update(f"{type(value).__name__}{len(value)}(".encode())
-        size = sum(_feed(item, digest) for item in value)
+        for item in value:
+            _feed(item, digest)
         digest.update(b")")
-        return size
-    if isinstance(value, dict):
+    elif isinstance(value, dict):
         digest.update(f"d{len(value)}(".encode())
-        size = 0
         for key in sorted(value, key=repr):
             digest.update(f"{key!r}:".encode())
-            size += _feed(value[key], digest)
+            _feed(value[key], digest)
         digest.update(b")")
-        return size
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+    elif isinstance(value, PLAIN):
         digest.update(f"{type(value).__name__}:{value!r};".encode())
-        return 0
-    raise _NotKept
+    else:
+        raise _NotKept
 
 
 def _copy(value: Any) -> Any:
@@ -64,7 +62,7 @@ def _copy(value: Any) -> Any:
         return type(value)(_copy(item) for item in value)
     if isinstance(value, dict):
         return {key: _copy(item) for key, item in value.items()}
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+    if isinstance(value, PLAIN):
         return value
     raise _NotKept
 
@@ -87,7 +85,6 @@ class ReferenceMemo:
         self._kept: OrderedDict[tuple, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
-        self.hits = self.misses = 0
 
     def call(self, function: Callable[..., Any], stand_ins: Mapping[Any, Any], args: tuple, kwargs: dict[str, Any],
              compute: Callable[[], Any]) -> Any:
@@ -106,9 +103,6 @@ class ReferenceMemo:
             kept = self._kept.get(key)
             if kept is not None:
                 self._kept.move_to_end(key)
-                self.hits += 1
-            else:
-                self.misses += 1
         if kept is not None:
             return _copy(kept[0])
         answer = compute()
@@ -131,11 +125,5 @@ class ReferenceMemo:
             while self._bytes > self.max_bytes:
                 _, (_, dropped) = self._kept.popitem(last=False)
                 self._bytes -= dropped
-
-    def clear(self) -> None:
-        with self._lock:
-            self._kept.clear()
-            self._bytes = 0
-
 
 MEMO = ReferenceMemo()

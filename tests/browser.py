@@ -42,17 +42,38 @@ def chromium_path() -> str | None:
 
 
 @contextmanager
-def chromium() -> Iterator[Browser]:
+def chromium(*, browser_log: bool = False) -> Iterator[Browser]:
+    """The system's Chromium, headless. With ``browser_log``, Playwright's driver writes Chromium's own output and
+    its launch and exit to this process's stderr (``DEBUG=pw:browser``), which pytest shows with a failing test
+    only: a refused screenshot or a crashed page then says what Chromium said at the time."""
     path = chromium_path()
     if path is None:
         raise RuntimeError("no Chromium found: run `make system-deps` (as root: apt-get install chromium) "
                            "or set CHROMIUM to a Chromium or Chrome binary")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=path, args=LAUNCH_ARGS, headless=True)
+    with _driver_env({"DEBUG": "pw:browser"} if browser_log else {}):
+        driver = sync_playwright().start()  # the driver's process takes this environment when it starts
+    try:
+        browser = driver.chromium.launch(executable_path=path, args=LAUNCH_ARGS, headless=True)
         try:
             yield browser
         finally:
             browser.close()
+    finally:
+        driver.stop()
+
+
+@contextmanager
+def _driver_env(extra: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @dataclass

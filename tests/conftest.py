@@ -134,5 +134,5 @@ def browser() -> Iterator[Browser]:
 
     if chromium_path() is None:
         pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
-    with chromium() as launched:
+    with chromium(browser_log=True) as launched:  # Chromium's own output shown with a failing test
         yield launched

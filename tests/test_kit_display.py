@@ -276,7 +276,8 @@ def test_the_fragment_in_a_browser(reports: dict[str, KitReport], tmp_path: Path
         pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
     report = reports["axis"]
     failed = [c for c in report.result.checks if not c.passed]
-    with chromium() as browser, watched_page(browser, viewport={"width": 1000, "height": 700}) as (page, watch):
+    with (chromium(browser_log=True) as browser,
+          watched_page(browser, viewport={"width": 1000, "height": 700}) as (page, watch)):
         open_fragment(page, html(report), tmp_path, head=DARK_NOTEBOOK)
         # A failed check's heatmaps are drawn at once: every panel has a box, and pixels of several colours.
         shown = page.locator("div.check-failed svg.heatmap")

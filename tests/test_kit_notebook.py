@@ -17,7 +17,8 @@ def test_a_check_cell_in_a_kernel_shows_the_mistake_with_heatmaps_in_a_browser(k
         pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
     html, text = kit_output(kits / "attention_scoring", SAMPLE.read_text(encoding="utf-8"))
     assert "Likely cause: softmax over the queries axis" in text
-    with chromium() as browser, watched_page(browser, viewport={"width": 1000, "height": 700}) as (page, watch):
+    with (chromium(browser_log=True) as browser,
+          watched_page(browser, viewport={"width": 1000, "height": 700}) as (page, watch)):
         open_fragment(page, html, tmp_path)
         failed = page.locator(".grader-kit", has_text="textbook example: valid_lens [2, 3] (1-D)")
         assert failed.count() == 1

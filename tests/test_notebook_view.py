@@ -573,7 +573,7 @@ def test_the_pasted_image_loads_in_a_browser_under_the_pages_policy(pasted: Any)
     if chromium_path() is None:
         pytest.fail("no Chromium: `make system-deps` installs Debian's chromium (as root), or set CHROMIUM")
     path = pasted.out_dir / "students" / "ana" / "instructor.html"
-    with chromium() as browser, watched_page(browser) as (page, watch):
+    with chromium(browser_log=True) as browser, watched_page(browser) as (page, watch):
         open_file(page, path)
         policy = page.eval_on_selector('meta[http-equiv="Content-Security-Policy"]', "m => m.content")
         assert "img-src data:" in policy and "default-src 'none'" in policy

@@ -85,6 +85,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(f"{name}: {value}")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _warm_workers_end_with_the_module() -> Iterator[None]:
+    """The warm workers a module's tests graded with (tests/warm_workers.py) stop when its last test has run."""
+    from .warm_workers import close_all
+
+    yield
+    close_all()
+
+
 @pytest.fixture(scope="session")
 def bundled(tmp_path_factory: pytest.TempPathFactory) -> BundledClasses:
     """Every assignment's sample class and real-style corpus, each graded once per session when first asked for

@@ -14,12 +14,12 @@ from grader.check import load_assignment
 from grader.check.binding import EXACT, RENAMED, STRUCTURE, Found, Naming, bind
 from grader.check.signature import Parameter, plan_call
 from grader.discover import Submission
-from grader.pipeline import grade_submission
 from grader.record.gradescope import gradescope_results
 from grader.results import SubmissionResult
 
 from .conftest import ROOT, write
 from .sample_classes import student_reads
+from .warm_workers import grade_one
 
 ADDITIVE = {"W_q.weight": (8, 20), "W_k.weight": (8, 2), "w_v.weight": (1, 8)}
 CORPUS = ROOT / "tests" / "submissions" / "real_style" / "attention_scoring"
@@ -137,8 +137,8 @@ def graded(tmp_path: Path, source: str | Path, *, strict: bool = False) -> Submi
         assignment.questions = tuple(dataclasses.replace(q, strict_names=True) if q.id == "q2" else q
                                      for q in assignment.questions)
     path = write(tmp_path, "student.py", source) if isinstance(source, str) else source
-    return grade_submission(submission=Submission("student", path, "python", datetime.now(UTC)),
-                            assignment=assignment, root=path.parent)
+    return grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                     assignment=assignment, root=path.parent)
 
 
 def test_weights_with_nowhere_to_go_cost_the_checks_that_need_them_once_and_no_other(tmp_path: Path) -> None:

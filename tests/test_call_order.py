@@ -22,10 +22,10 @@ from grader.check.signature import Parameter
 from grader.check.spec import Assignment
 from grader.discover import Submission
 from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import grade_submission
 from grader.results import SubmissionResult
 
 from .conftest import write
+from .warm_workers import grade_one
 
 # What each assignment's checks call, in the order the students' template declares (solution.ipynb).
 TEMPLATE_CALLS = {
@@ -133,8 +133,8 @@ def only(assignment: Assignment, *questions: str) -> Assignment:
 
 def graded(tmp_path: Path, assignment: Assignment, source: str) -> SubmissionResult:
     path = write(tmp_path, "student.py", source)
-    return grade_submission(submission=Submission("student", path, "python", datetime.now(UTC)),
-                            assignment=assignment, root=path.parent)
+    return grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                     assignment=assignment, root=path.parent)
 
 
 def notes(result: SubmissionResult, question: str) -> str:

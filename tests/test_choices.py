@@ -21,7 +21,6 @@ from grader.discover import Submission
 from grader.kit.build import build_kit
 from grader.kit.bundle import KIT_FOLDER
 from grader.kit.runner import Kit, load_kit, run_kit
-from grader.pipeline import grade_submission
 from grader.pipeline.self_check import public_only
 from grader.record.gradescope import gradescope_results
 from grader.record.result_json import result_from_json, result_to_json
@@ -31,6 +30,7 @@ from grader.results import ChoiceKind, SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT
 from .test_dependent_questions import OWN_CONVENTION
+from .warm_workers import grade_one
 
 # The lecture's `d_hid` and `p_drop` for the constructors' arguments, the score vector spelt `W_v`, and
 # masked_softmax misspelt: every choice but the student's own earlier answer, in one file.
@@ -63,8 +63,8 @@ def graded(folder: Path, assignment: Assignment, source: str, student: str = "s1
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{student}.py"
     path.write_text(source, encoding="utf-8")
-    return grade_submission(submission=Submission(student, path, "python", datetime.now(UTC)), assignment=assignment,
-                            root=folder)
+    return grade_one(submission=Submission(student, path, "python", datetime.now(UTC)), assignment=assignment,
+                     root=folder)
 
 
 def in_kernel(kit: Kit, source: str) -> SubmissionResult:

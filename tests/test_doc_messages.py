@@ -30,7 +30,7 @@ from grader.discover.gradescope import find_submission
 from grader.kit import run as kit_run
 from grader.kit.bundle import FORMAT, KIT_FILE, KIT_FOLDER
 from grader.kit.runner import find_kit, load_kit
-from grader.pipeline import grade_class, grade_submission
+from grader.pipeline import grade_class
 from grader.pipeline.self_check import check_submission, public_only
 from grader.pipeline.submission_run import grader_failed_result
 from grader.record.autograder_results import autograder_results
@@ -45,6 +45,7 @@ from .test_dependent_questions import OWN_CONVENTION
 from .test_feedback_names_the_mistake import ATTEND, HIDDEN_SIZES_CHECKS, PRACTICAL10_SAMPLE
 from .test_heatmap_window import CHECKS as TABLE_CHECKS
 from .test_heatmap_window import WRONG_AT_55
+from .warm_workers import grade_one
 
 pytestmark = pytest.mark.slow
 
@@ -380,6 +381,6 @@ def said(tmp_path_factory: pytest.TempPathFactory, kits: Path) -> dict[str, str]
 
 def _graded(folder: Path, assignment: Any, source: str) -> Result:
     path = write(folder, "student.py", source)
-    return grade_submission(submission=Submission("student", path, "python", datetime.now()), assignment=assignment,
-                            root=folder)
+    return grade_one(submission=Submission("student", path, "python", datetime.now()), assignment=assignment,
+                     root=folder)
 

@@ -15,10 +15,10 @@ from grader.check import load_assignment
 from grader.check.spec import Assignment
 from grader.check.student import _where
 from grader.discover import Submission
-from grader.pipeline import grade_submission
 from grader.results import SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, write
+from .warm_workers import grade_one
 
 # An assignment whose hidden check draws its sizes: the public check's batch equals its number of queries (2 and 2,
 # the textbook's example), where the mistake below does not show.
@@ -81,7 +81,7 @@ def attend(Q, K):
 def grade_file(tmp_path: Path, assignment: Assignment, source: str, name: str = "student.py") -> SubmissionResult:
     path = write(tmp_path / "submissions", name, source)
     submission = Submission(path.stem, path, "python", datetime.now(UTC))
-    return grade_submission(submission=submission, assignment=assignment, root=tmp_path / "submissions")
+    return grade_one(submission=submission, assignment=assignment, root=tmp_path / "submissions")
 
 
 @pytest.fixture(scope="module")

@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from grader.check import load_assignment
 from grader.check.context import HEATMAP_MAX_SIDE, CheckContext, heatmap_window, window_span
 from grader.discover import Submission
-from grader.pipeline import grade_submission
 from grader.record.result_json import result_from_json, result_to_json
 from grader.report import render_instructor_report, render_student_report
 from grader.report.heatmap import heatmap_figure
 from grader.results import Heatmap
 
 from .conftest import write
+from .warm_workers import grade_one
 
 
 @st.composite
@@ -95,8 +95,8 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> object:
 def test_a_large_tables_heatmap_shows_the_rows_around_its_error_and_says_which(tables: object,
                                                                               tmp_path: Path) -> None:
     path = write(tmp_path, "student.py", WRONG_AT_55)
-    result = grade_submission(submission=Submission("student", path, "python", datetime.now(UTC)),
-                              assignment=tables, root=tmp_path)  # type: ignore[arg-type]
+    result = grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                       assignment=tables, root=tmp_path)  # type: ignore[arg-type]
     large, small = result.checks
     assert (large.status, small.status) == ("failed", "passed")
     assert "largest error 0.5 at [55, 3]" in large.message

@@ -12,10 +12,10 @@ import pytest
 
 from grader.check import load_assignment
 from grader.discover import Submission
-from grader.pipeline import grade_submission
 from grader.results import CheckResult, SubmissionResult
 
 from .conftest import SUBMISSIONS, write
+from .warm_workers import grade_one
 
 CHECKS = '''
     import numpy as np
@@ -71,7 +71,7 @@ VARIANTS = '''
 def graded(folder: Path, assignment: object, source: str, name: str = "student") -> SubmissionResult:
     path = write(folder, f"{name}.py", source)
     submission = Submission(name, path, "python", datetime.now(UTC))
-    return grade_submission(submission=submission, assignment=assignment, root=folder)  # type: ignore[arg-type]
+    return grade_one(submission=submission, assignment=assignment, root=folder)  # type: ignore[arg-type]
 
 
 def the_check(result: SubmissionResult, check_id: str) -> CheckResult:

@@ -25,11 +25,11 @@ from grader.discover import Submission
 from grader.kit.bundle import KIT_FOLDER
 from grader.kit.runner import Kit, load_kit, run_kit
 from grader.kit.session import KernelCalls
-from grader.pipeline import grade_submission
 from grader.pipeline.self_check import check_submission, public_only
 from grader.results import SHARED_PROBLEM, SHARED_PROBLEM_NOTE, SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT, write
+from .warm_workers import grade_one
 
 # Every name an assignment asks for, with the other names of its assignment (never offered as a near name); the toy's
 # are short (`bump`, `scale`: one letter edit allowed, where a swap is one edit and not two).
@@ -161,7 +161,7 @@ TOY_MISSPELT = TOY_CORRECT.replace("scale(", "Scale(").replace("def twice_scaled
 def grade(tmp_path: Path, assignment: Assignment, source: str) -> SubmissionResult:
     path = write(tmp_path, "student.py", source)
     submission = Submission(path.stem, path, "python", datetime.now(UTC))
-    return grade_submission(submission=submission, assignment=assignment, root=tmp_path)
+    return grade_one(submission=submission, assignment=assignment, root=tmp_path)
 
 
 def kit_result(kit: Kit, source: str) -> SubmissionResult:

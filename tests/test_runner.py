@@ -12,10 +12,10 @@ from grader.check import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Submission
 from grader.execute import Limits
-from grader.pipeline import grade_submission
 from grader.results import SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT, write
+from .warm_workers import grade_one
 
 CORRECT = textwrap.indent(TOY_CORRECT, "    ")  # indented as the cases below edit it; write() dedents
 
@@ -30,7 +30,7 @@ def grade(tmp_path: Path, toy: Assignment, source: str, *, name: str = "student.
     path = write(tmp_path, name, source)
     submission = Submission(path.stem, path, "notebook" if name.endswith(".ipynb") else "python",
                             datetime.now(UTC))
-    return grade_submission(submission=submission, assignment=toy, root=tmp_path, limits=limits)
+    return grade_one(submission=submission, assignment=toy, root=tmp_path, limits=limits)
 
 
 def outcomes(result: SubmissionResult) -> dict[str, str]:

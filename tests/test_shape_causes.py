@@ -6,7 +6,7 @@ in the expected shape, so a shape slip does not hide the mistake its values show
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,13 +19,11 @@ from grader.check import load_assignment
 from grader.check.compare import compare_tensor
 from grader.check.student import bare_call_lines
 from grader.discover import Submission
-from grader.execute import isolation
 from grader.execute.arguments import Returned
-from grader.execute.workers import Worker
-from grader.pipeline import grade_submission
 from grader.results import CheckResult, SubmissionResult
 
 from .conftest import SUBMISSIONS, write
+from .warm_workers import grade_one
 
 REAL_STYLE = SUBMISSIONS / "real_style"
 
@@ -123,20 +121,12 @@ def test_a_squeeze_is_evidence_only_when_bare_and_in_the_code_that_raised(call: 
 
 # ----- real code, in the sandbox, on each assignment -----------------------------------------------------------------
 @pytest.fixture(scope="module")
-def grade() -> Iterator[Callable[[str, Path], SubmissionResult]]:
-    workers: dict[str, Worker] = {}
-
+def grade() -> Callable[[str, Path], SubmissionResult]:
     def graded(assignment: str, path: Path) -> SubmissionResult:
-        spec = load_assignment(assignment)
-        if assignment not in workers:
-            workers[assignment] = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=spec.limits)
         submission = Submission(path.stem, path, "python", datetime.now(UTC))
-        return grade_submission(submission=submission, assignment=spec, root=path.parent, limits=spec.limits,
-                                worker=workers[assignment])
+        return grade_one(submission=submission, assignment=load_assignment(assignment), root=path.parent)
 
-    yield graded
-    for worker in workers.values():
-        worker.close()
+    return graded
 
 
 def the_check(result: SubmissionResult, check_id: str) -> CheckResult:

@@ -18,10 +18,10 @@ from grader.check.seeds import check_seed
 from grader.check.shrink import candidates
 from grader.discover import Submission
 from grader.errors import ConfigurationError
-from grader.pipeline import grade_submission
 from grader.report import render_student_report
 
 from .conftest import write
+from .warm_workers import grade_one
 
 
 class Recorder:  # what CheckContext needs of the student's code to draw sizes: nothing is called
@@ -138,8 +138,8 @@ def test_the_smallest_failing_case_of_a_stepped_size_is_on_its_steps(tmp_path: P
     write(folder / "halves", "checks.py", CHECKS)
     assignment = load_assignment("halves", solutions_dir=folder)
     path = write(tmp_path, "student.py", WRONG)
-    result = grade_submission(submission=Submission("student", path, "python", datetime.now(UTC)),
-                              assignment=assignment, root=tmp_path)
+    result = grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                       assignment=assignment, root=tmp_path)
     check, = result.checks
     assert check.status == "failed" and check.notes == ()  # no odd size was tried: nothing ended the process
     assert check.smallest is not None and check.smallest.sizes == (("rows", 1), ("hiddens", 2))

@@ -25,7 +25,7 @@ from grader.check.spec import Assignment
 from grader.check.student import StudentCode
 from grader.discover import Submission, read_submission
 from grader.errors import ConfigurationError
-from grader.pipeline import ClassRun, grade_submission
+from grader.pipeline import ClassRun
 from grader.record.gradescope import gradescope_results
 from grader.record.result_json import result_from_json, result_to_json
 from grader.report import render_instructor_report, render_student_report
@@ -33,6 +33,7 @@ from grader.results import CheckResult, SmallestCase, SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, SAMPLES, write
 from .sample_classes import by_student
+from .warm_workers import grade_one
 
 SOFTMAX_OVER_COLUMNS = """
     import torch
@@ -106,7 +107,7 @@ def student_with_room(assignment: Assignment, check_id: str, minimum: dict[str, 
 def grade(tmp_path: Path, shrink: Assignment, source: str, name: str | None = None) -> SubmissionResult:
     """Graded as a student whose hidden case is at least 3 x 3 (room to shrink; DIES_WHEN_SMALL runs there)."""
     name = name or student_with_room(shrink, "q1.random_hidden", {"rows": 3, "cols": 3})
-    return grade_submission(submission=submission(tmp_path, source, name), assignment=shrink, root=tmp_path)
+    return grade_one(submission=submission(tmp_path, source, name), assignment=shrink, root=tmp_path)
 
 
 def checks_of(result: SubmissionResult) -> dict[str, CheckResult]:
@@ -271,7 +272,7 @@ def test_a_sample_mistake_has_a_smaller_failing_case_that_fails_again_and_stays_
     # Graded as a student whose hidden case is above the check's minimum, so that there is a smaller one to find.
     student = student_with_room(assignment, check_id, {"batch": 3, "queries": 3, "keys": 3})
     sub = Submission(student, SAMPLES / f"{sample}.py", "python", datetime.now(UTC))
-    result = grade_submission(submission=sub, assignment=assignment, root=SAMPLES)
+    result = grade_one(submission=sub, assignment=assignment, root=SAMPLES)
     check = checks_of(result)[check_id]
     smallest = check.smallest
     assert check.status == "failed" and check.visibility == "hidden" and smallest is not None

@@ -17,10 +17,10 @@ from hypothesis import given
 from grader.check import load_assignment
 from grader.check.signature import Parameter, mismatch_message, plan_call
 from grader.discover import Submission
-from grader.pipeline import grade_submission
 
 from .conftest import write
 from .sample_classes import student_reads
+from .warm_workers import grade_one
 
 # The arguments the assignments' checks construct with (solutions/*/checks.py), in their order.
 CALLS = (("num_hiddens", "dropout"), ("dropout",), ("query_size", "key_size", "dropout"), ("input_dim", "hidden_dim"),
@@ -136,8 +136,8 @@ NO_ROLE = """
 
 def graded(tmp_path: Path, source: str):
     path = write(tmp_path, "student.py", source)
-    return grade_submission(submission=Submission("student", path, "python", datetime.now(UTC)),
-                            assignment=load_assignment("bahdanau_attention"), root=path.parent)
+    return grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                     assignment=load_assignment("bahdanau_attention"), root=path.parent)
 
 
 @pytest.mark.slow

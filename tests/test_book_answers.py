@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import textwrap
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,13 @@ import pytest
 from grader.assign.templates import read_solution, with_solution_source
 from grader.check import load_assignment
 from grader.check.load import available_assignments
+from grader.discover import Submission
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import grade_class
 from grader.results import SubmissionResult
 
 from .sample_classes import by_student, student_reads
+from .warm_workers import grade_one
 
 pytestmark = pytest.mark.slow
 
@@ -154,10 +157,10 @@ LATER = [(a, q.id, q.graded_with_reference) for a in with_solution_source(SOLUTI
 @pytest.mark.parametrize(("assignment", "question", "names"), LATER)
 def test_a_later_question_that_calls_d2l_for_an_earlier_answer_gets_the_reference(
         tmp_path: Path, assignment: str, question: str, names: tuple[str, ...]) -> None:
-    (tmp_path / "class").mkdir()
-    (tmp_path / "class" / "student.py").write_text(with_answers_from_d2l(assignment, names), encoding="utf-8")
-    (result,) = grade_class(assignment=assignment, submissions_dir=tmp_path / "class", out_dir=tmp_path / "out",
-                            jobs=1).results
+    path = tmp_path / "student.py"
+    path.write_text(with_answers_from_d2l(assignment, names), encoding="utf-8")
+    result = grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                       assignment=load_assignment(assignment), root=tmp_path)
     (graded_question,) = [q for q in result.questions if q.id == question]
     assert graded_question.score == graded_question.max_score, [
         (c.check_id, c.message) for c in result.checks if c.question == question and not c.passed]

@@ -1,4 +1,5 @@
-"""Which student processes of one grading run are still alive, for the tests that kill or finish a grader.
+"""Which student processes of one grading run are still alive, for the tests that kill or finish a grader; and how
+such a test starts a grader as from a terminal (``as_from_a_terminal``).
 
 Where cgroups are in use, a run's processes are those in its groups (named ``<grader pid>-<n>``), which student
 code cannot leave; so another grader running on the same machine does not count. Without cgroups, any process
@@ -7,6 +8,7 @@ running the child runtime counts.
 
 from __future__ import annotations
 
+import signal
 from contextlib import suppress
 from pathlib import Path
 
@@ -36,3 +38,12 @@ def student_processes(grader_pid: int, *, also_matching: str | None = None) -> l
             if ours or (also_matching is not None and also_matching in cmdline):
                 found.append(cmdline)
     return found
+
+
+def as_from_a_terminal() -> None:
+    """Popen's ``preexec_fn`` for a grader that a test will signal: SIGINT, SIGTERM and SIGHUP at their default
+    handling, as a terminal starts a command. The suite itself may run with some ignored (a background job of a shell
+    without job control has SIGINT ignored, POSIX says; under nohup SIGHUP is), and the grader keeps ignoring a signal
+    that was ignored when it started, as a command under nohup must: such a grader would not stop."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import SAMPLES
+from .processes import as_from_a_terminal
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -54,7 +55,7 @@ def test_ctrl_c_keeps_what_was_graded_and_a_rerun_grades_the_rest(tmp_path: Path
     # SIGINT as a terminal's Ctrl-C sends it: to the whole process group, with its default handling restored.
     grading = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               preexec_fn=as_from_a_terminal)
     assert grading.stdout is not None
     for line in grading.stdout:  # the first student's line: one result recorded, five to go
         if re.match(r"\[\s*1/6\]", line):

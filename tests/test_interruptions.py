@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, TOY_CORRECT
+from .processes import as_from_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -136,14 +137,15 @@ def command(submissions: Path, out: Path, *extra: str) -> list[str]:
 
 
 class Run:
-    """A grader started in its own session (as from a terminal: the group is its own), its output in files, which
-    no leftover process can hold open the way it would hold a pipe."""
+    """A grader started as from a terminal (in its own session, so the group is its own; SIGINT, SIGTERM and SIGHUP
+    at their default handling, whatever the suite runs with), its output in files, which no leftover process can
+    hold open the way it would hold a pipe."""
 
-    def __init__(self, folder: Path, argv: list[str]) -> None:
+    def __init__(self, folder: Path, argv: list[str], preexec: Callable[[], None] = as_from_a_terminal) -> None:
         self.stdout_path, self.stderr_path = folder / "stdout.txt", folder / "stderr.txt"
         with self.stdout_path.open("w") as out, self.stderr_path.open("w") as err:
             self.process = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT, start_new_session=True,
-                                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                            env={**os.environ, "PYTHONUNBUFFERED": "1"}, preexec_fn=preexec)
 
     @property
     def stdout(self) -> str:
@@ -231,6 +233,23 @@ def test_a_signal_stops_the_run_at_once_and_leaves_no_process_behind(tmp_path: P
     assert "the results recorded so far are kept; run the same command again to grade the rest" in said, run.stderr
     assert signum.name in said or signum == signal.SIGINT, said
     assert "Traceback" not in run.stderr, run.stderr
+
+
+def under_nohup() -> None:
+    as_from_a_terminal()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+def test_a_signal_ignored_when_the_grader_started_stays_ignored_and_the_class_is_graded(tmp_path: Path) -> None:
+    """Under nohup, SIGHUP (the terminal closing) does not stop the run: every student is graded and recorded."""
+    submissions = toy_class(tmp_path / "class", 4, "import time\n\ntime.sleep(2)\n\n" + TOY_CORRECT)
+    with watched() as before:
+        run = Run(tmp_path, command(submissions, tmp_path / "out"), preexec=under_nohup)
+        wait_for(lambda: student_running(before) or run.process.poll() is not None, 90, "a student's process")
+        assert run.process.poll() is None, run.stdout + run.stderr
+        run.process.send_signal(signal.SIGHUP)
+        assert run.process.wait(timeout=120) == 0, run.stdout + run.stderr
+    assert recorded(tmp_path / "out") == {f"s{index:02d}" for index in range(4)}
 
 
 def test_after_sigkill_without_a_sandbox_no_process_is_left(tmp_path: Path) -> None:

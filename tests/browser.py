@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
+from unittest.mock import patch
 
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Request, sync_playwright
 
@@ -50,7 +51,7 @@ def chromium(*, browser_log: bool = False) -> Iterator[Browser]:
     if path is None:
         raise RuntimeError("no Chromium found: run `make system-deps` (as root: apt-get install chromium) "
                            "or set CHROMIUM to a Chromium or Chrome binary")
-    with _driver_env({"DEBUG": "pw:browser"} if browser_log else {}):
+    with patch.dict(os.environ, {"DEBUG": "pw:browser"} if browser_log else {}):
         driver = sync_playwright().start()  # the driver's process takes this environment when it starts
     try:
         browser = driver.chromium.launch(executable_path=path, args=LAUNCH_ARGS, headless=True)
@@ -60,20 +61,6 @@ def chromium(*, browser_log: bool = False) -> Iterator[Browser]:
             browser.close()
     finally:
         driver.stop()
-
-
-@contextmanager
-def _driver_env(extra: dict[str, str]) -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 @dataclass

@@ -94,6 +94,17 @@ def _warm_workers_end_with_the_module() -> Iterator[None]:
     close_all()
 
 
+@pytest.fixture(scope="module")
+def warm_class_runs() -> Iterator[None]:
+    """A module's small class runs share its warm workers (tests/warm_workers.py), closed with the module. For
+    modules that grade many small classes and do not look at a run's processes; a module opts in with
+    ``pytestmark = pytest.mark.usefixtures("warm_class_runs")``."""
+    from .warm_workers import class_runs_on_module_workers
+
+    with class_runs_on_module_workers():
+        yield
+
+
 @pytest.fixture(scope="session")
 def bundled(tmp_path_factory: pytest.TempPathFactory) -> BundledClasses:
     """Every assignment's sample class and real-style corpus, each graded once per session when first asked for

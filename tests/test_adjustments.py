@@ -25,7 +25,7 @@ from grader.pipeline import ClassRun, grade_class
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, write
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
 
 SOURCE = """
     def scale(x):

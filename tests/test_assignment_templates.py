@@ -26,6 +26,8 @@ from grader.results import PUBLIC
 from .conftest import ROOT, with_templates
 from .sample_classes import student_reads
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 # Pinned for the repository's assignments: a public check of q1, how its message starts on a blank template, and the
 # written answers' ids. An assignment not pinned here is held to its own spec: its first public check says what raised
 # NotImplementedError, and its written answers are those it declares.

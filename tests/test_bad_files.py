@@ -24,6 +24,8 @@ from grader.pipeline import ClassRun, grade_class
 
 from .conftest import SAMPLES
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 TEXTBOOK = SAMPLES / "textbook.ipynb"  # a correct solution
 CORRECT_PY = SAMPLES / "einsum_style.py"  # a correct solution, outside the class's folder
 WRITTEN = ["ex1", "ex3"]

@@ -18,6 +18,8 @@ from .sample_classes import (
     by_student,
 )
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 ref_np = load_solution_module("bahdanau_attention", "reference_numpy")
 ref_torch = load_solution_module("bahdanau_attention", "reference_torch")
 SAMPLES = ROOT / "tests" / "submissions" / "bahdanau_attention"

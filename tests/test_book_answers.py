@@ -26,7 +26,7 @@ from grader.results import SubmissionResult
 from .sample_classes import by_student, student_reads
 from .warm_workers import grade_one
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
 
 ASSIGNMENTS = available_assignments(SOLUTIONS_DIR)
 

@@ -21,6 +21,8 @@ from grader.pipeline import grade_class
 
 from .conftest import ROOT, SAMPLES
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 FIXTURE = ROOT / "tests" / "fixtures" / "canvas"
 GRADEBOOK = FIXTURE / "gradebook.csv"
 COLUMN = "Attention Scoring (3001)"

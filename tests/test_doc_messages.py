@@ -47,7 +47,7 @@ from .test_heatmap_window import CHECKS as TABLE_CHECKS
 from .test_heatmap_window import WRONG_AT_55
 from .warm_workers import grade_one
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
 
 REAL_STYLE = ROOT / "tests" / "submissions" / "real_style"
 SUBMISSIONS = ROOT / "tests" / "submissions"

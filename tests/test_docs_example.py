@@ -28,6 +28,8 @@ from grader.pipeline import grade_class
 
 from .conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 PAGE = ROOT / "docs" / "writing-checks.md"
 FIXTURE = ROOT / "tests" / "fixtures" / "docs_example"
 NAME = "multihead_attention"

@@ -24,6 +24,8 @@ from grader.record.output import OutputFolder
 
 from .conftest import ROOT, SAMPLES
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 ASSIGNMENT = "attention_scoring"
 
 

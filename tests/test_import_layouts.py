@@ -21,6 +21,8 @@ from grader.record import write_lms_csv
 
 from .conftest import SAMPLES, write
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 ASSIGNMENT = "attention_scoring"
 
 

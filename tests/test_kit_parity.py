@@ -36,6 +36,8 @@ from .kit_kernel import CHOICES
 from .mutants import write_mutants
 from .sample_classes import by_student
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 ASSIGNMENTS = with_templates()  # every assignment with a kit
 SUBMISSIONS = PROJECT_ROOT / "tests" / "submissions"
 WITH_VARIANTS = set(with_variants())

@@ -20,6 +20,8 @@ from grader.results import CheckResult, QuestionResult, SubmissionResult
 
 from .conftest import ROOT
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 FIXTURES = ROOT / "tests" / "fixtures" / "moodle"
 ASSIGNMENT = "attention_scoring"
 # A Moodle zip stamps every entry with the time of the download: one time for all (mod/assign/classes/downloader.php).

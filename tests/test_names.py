@@ -40,6 +40,8 @@ from .class_folders import Built
 from .conftest import FIXTURE_SOLUTIONS, TOY_CORRECT
 from .test_csv_cells import no_formula, parse
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 CODE = "def scale(x):\n    return 2 * x\n\n\ndef twice_scaled(x):\n    return scale(scale(x))\n" * 3
 WINDOWS_DEVICES = {"con", "prn", "aux", "nul", *(f"com{n}" for n in range(10)), *(f"lpt{n}" for n in range(10))}
 

@@ -16,6 +16,8 @@ from grader.pipeline import grade_class
 
 from .conftest import FIXTURE_SOLUTIONS, write
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 CORRECT = """
     def scale(x):
         return x * 2

@@ -23,6 +23,8 @@ from .sample_classes import (
     by_student,
 )
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 ref_np = load_solution_module("practical10", "reference_numpy")
 ref_torch = load_solution_module("practical10", "reference_torch")
 checks = load_solution_module("practical10", "checks")

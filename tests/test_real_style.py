@@ -17,7 +17,7 @@ from .bundled_classes import REAL_STYLE, BundledClasses
 from .conftest import ROOT
 from .sample_classes import by_student, student_reads
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
 
 CORPUS = ROOT / "tests" / "submissions" / "real_style"
 

@@ -19,6 +19,8 @@ from grader.results import HIDDEN, INTERNAL
 
 from .conftest import FIXTURE_SOLUTIONS
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 CORRECT = "def scale(x):\n    return x * 2\n\ndef shift(x):\n    return x + 1\n"
 FLAKES = Path(__import__("tempfile").gettempdir()) / "grader-test-flakes"
 

@@ -18,7 +18,7 @@ from grader.pipeline import ClassRun, grade_class
 from .conftest import SAMPLES
 from .sample_classes import student_reads
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
 
 FULL = {"q1": 25, "q2": 30, "q3": 25, "q4": 20}
 CORRECT = ["textbook", "older_edition", "einsum_style", "magics", "noisy", "folder_student"]

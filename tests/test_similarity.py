@@ -13,6 +13,8 @@ from grader.discover import Submission, discover
 from grader.report.render import render_dashboard
 from grader.similar import boilerplate_for, similar_pairs, write_similarity
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 ROOT = Path(__file__).parent
 FIXTURES = ROOT / "fixtures" / "similar"
 REAL = ROOT / "submissions" / "real_style" / "attention_scoring"

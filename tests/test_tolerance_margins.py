@@ -11,7 +11,7 @@ from .bundled_classes import BundledClasses
 from .conftest import SUBMISSIONS, with_templates
 from .tolerance_margins import error_ratio
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
 
 
 def test_the_ratio_is_the_worst_entrys_share_of_its_bound() -> None:

@@ -19,6 +19,8 @@ from .mutants import base_of, missing_base, mutant_name, mutate, variants_of
 from .sample_classes import by_student
 from .seed_sweep import new_worker, sweep
 
+pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
+
 # Every assignment with a catalogue of known mistakes (solutions/<name>/variants.py), found (tests/conftest.py); the
 # repository's own all have one.
 ASSIGNMENTS = tuple(with_variants())

@@ -8,13 +8,14 @@ the values it expected (shown to the instructor only).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from grader.check.array_text import array_text
 from grader.check.compare import compare_tensor, largest_error
+from grader.check.draw_memo import DRAWS
 from grader.check.shapes import same_entries
 from grader.check.student import StudentCode
 from grader.errors import ConfigurationError, WrongAnswer
@@ -69,6 +70,9 @@ def describe_array(array: np.ndarray, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+T = TypeVar("T")
+
+
 class CheckContext:
     def __init__(self, *, student: StudentCode, seed: int, forced: Mapping[str, int] | None = None) -> None:
         self.student = student
@@ -104,6 +108,13 @@ class CheckContext:
     def known_sizes(self) -> dict[str, int]:
         """The check's sizes by name: those drawn (``sizes``), and those named (``name_sizes``)."""
         return {**self.drawn, **self.named}
+
+    def kept_draw(self, draw: Callable[..., T], *args: Hashable) -> T:
+        """``draw(self.rng, *args)``, kept for the grading process: a later call from the same state of the
+        generator (another student's, a diagnosis's replay) gets the same read-only arrays and leaves the generator
+        where the draw left it (draw_memo.py). For a public check's large inputs (a megabyte and more), which every
+        student gets: ``draw`` a module-level function returning an array or a tuple of arrays."""
+        return DRAWS.draw(self.rng, draw, args)
 
     def name_sizes(self, **sizes: int) -> None:
         """Name the sizes of the inputs this check passes (``batch=2, queries=1``), so that an answer of another

@@ -79,6 +79,12 @@ def inputs(rng: np.random.Generator, n: int, input_dim: int, value_dim: int) -> 
     return (rng.normal(size=(1, input_dim)), rng.normal(size=(n, input_dim)), rng.normal(size=(n, value_dim)))
 
 
+def memory_inputs(rng: np.random.Generator, n: int, input_dim: int, value_dim: int) -> tuple[np.ndarray, ...]:
+    """``inputs``, the keys and values in float32: sent as they will be used, half the bytes."""
+    query, key, value = inputs(rng, n, input_dim, value_dim)
+    return query, key.astype(np.float32), value.astype(np.float32)
+
+
 def expect_outputs(ctx: CheckContext, name: str, got: Returned, expected: tuple[np.ndarray, np.ndarray], *,
                    first: str, axes: tuple[str, str] = ("Keys", "Query"), rtol: float = 1e-4,
                    atol: float = 1e-5, shapes: tuple[tuple[str, ...], tuple[str, ...]] = (("value_dim",), ("keys",))
@@ -286,8 +292,7 @@ def q3_random(ctx: CheckContext) -> None:
 def q3_memory(ctx: CheckContext) -> None:
     """Last in q3: its memory limit stays for the rest of the question."""
     attention, params = additive(ctx, MEMORY_INPUT_DIM, MEMORY_HIDDEN_DIM)
-    query, key, value = inputs(ctx.rng, MEMORY_KEYS, MEMORY_INPUT_DIM, 4)
-    key, value = key.astype(np.float32), value.astype(np.float32)  # sent as they will be used: half the bytes
+    query, key, value = ctx.kept_draw(memory_inputs, MEMORY_KEYS, MEMORY_INPUT_DIM, 4)  # everyone's: drawn once
     chunked = ctx.student.function("chunked_additive_attention").without_grad().with_memory_budget(MEMORY_BUDGET)
     try:
         got = chunked(attention, Arg.tensor(query), Arg.tensor(key), Arg.tensor(value), 10_000)

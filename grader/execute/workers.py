@@ -151,7 +151,10 @@ class Worker:
         return self.popen is not None and self.popen.poll() is None and self.control is not None
 
     def start(self, timeout: float = STARTUP_SECONDS) -> None:
-        """Start the zygote and wait until it has imported everything (about 1.5 s)."""
+        """Start the zygote and wait until it has imported everything (about 1.5 s). The sandbox dies with the
+        thread that calls this, not only with the process (the kernel's parent-death signal, lifetime.py, follows
+        the thread that started the child): a pool whose workers outlive the threads that grade with them starts
+        them from a thread that lives as long as it does."""
         self.close()
         if self.retired:
             raise InfrastructureError("the grader is stopping: no grading worker is started any more")

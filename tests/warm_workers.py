@@ -21,6 +21,7 @@ import pytest
 
 from grader.check.spec import Assignment
 from grader.discover import Submission
+from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.workers import Worker, WorkerPool
@@ -28,16 +29,12 @@ from grader.pipeline import grade_submission
 from grader.pipeline.backends import threads
 from grader.results import SubmissionResult
 
-_pools: dict[tuple[Limits, str], WorkerPool] = {}
-
 
 def grade_one(*, submission: Submission, assignment: Assignment, root: Path, limits: Limits | None = None,
               device: str = "cpu") -> SubmissionResult:
     """``grade_submission`` with the module's warm worker for these limits, started on first use."""
     limits = limits or assignment.limits
-    pool = _pools.get((limits, device))
-    if pool is None:
-        pool = _pools[limits, device] = WorkerPool(size=1, device=device, limits=limits)
+    pool = module_pool(size=1, sandbox=isolation.detect("auto"), device=device, limits=limits)
     with pool.acquire() as worker:
         return grade_submission(submission=submission, assignment=assignment, root=root, limits=limits,
                                 device=device, worker=worker)
@@ -101,7 +98,5 @@ def class_runs_on_module_workers() -> Iterator[None]:
 
 def close_all() -> None:
     """Stop every warm worker (its zygote and sandbox)."""
-    while _pools:
-        _pools.popitem()[1].close()
     while _class_pools:
         _class_pools.popitem()[1].end()

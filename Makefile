@@ -73,14 +73,19 @@ check: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check grader solutions tests
 
+# The suite on every logical core, up to 4 (tests/parallel.py says how it splits); TEST_WORKERS=0 runs it in one
+# process, TEST_WORKERS=N in N.
+TEST_WORKERS ?= logical
+PARALLEL = -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
+
 test: system-deps test-tools lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(PARALLEL)
 
 # One assignment's tests (NAME=attention_scoring), after lint: every test whose id names it (its templates, its
 # variants' mutations, its sample class, its own test file). -k matches a substring, so NAME=toy also runs toy_written.
 test-assignment: lint
 	@test -n "$(NAME)" || { echo "usage: make test-assignment NAME=assignment_name" >&2; exit 2; }
-	$(BIN)/python -m pytest -q -k $(NAME)
+	$(BIN)/python -m pytest -q $(PARALLEL) -k $(NAME)
 
 # This grader against a kernel-per-notebook baseline on a synthetic class (tests/benchmark.py; docs/performance.md).
 # BENCH_ARGS, e.g. "--students 100 --large 0", makes it shorter.

@@ -3,6 +3,7 @@ sample class."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from grader.assign import with_solution_source
 from grader.check.load import available_assignments
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline import ClassRun
+
+from . import parallel
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -76,6 +79,26 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 # Measurements a test wants in the log whatever the outcome (e.g. how long rendering one student page takes).
 MEASURED: dict[str, str] = {}
+
+
+# The suite on several cores (tests/parallel.py): which files go together, and what each worker measured.
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    return parallel.make_scheduler(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    parallel.record_groups(config, items)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workeroutput"):  # a worker's measurements go back to the controller
+        session.config.workeroutput["measured"] = json.dumps(MEASURED)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    MEASURED.update(json.loads(getattr(node, "workeroutput", {}).get("measured", "{}")))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -141,9 +164,9 @@ def kits(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every assignment's student kit, built once (`grader kit --no-wheel`): dist/<name>/."""
     from grader.kit.build import build_kit
 
-    out = tmp_path_factory.mktemp("kits")
-    for name in with_templates():  # a kit is recorded from the solution notebook
-        build_kit(name, out_dir=out)
+    with parallel.shared_folder(tmp_path_factory, "kits") as (out, made):  # once for all the session's workers
+        for name in [] if made else with_templates():  # a kit is recorded from the solution notebook
+            build_kit(name, out_dir=out)
     return out
 
 

@@ -3,11 +3,13 @@ such a test starts a grader as from a terminal (``as_from_a_terminal``).
 
 Where cgroups are in use, a run's processes are those in its groups (named ``<grader pid>-<n>``), which student
 code cannot leave; so another grader running on the same machine does not count. Without cgroups, any process
-running the child runtime counts.
+running the child runtime counts, but for those of the test session's other workers (tests/parallel.py), which
+grade their own classes meanwhile.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 from contextlib import suppress
 from pathlib import Path
@@ -25,6 +27,7 @@ def student_processes(grader_pid: int, *, also_matching: str | None = None) -> l
     ``also_matching`` (a tag a submission gave a process that execs something else)."""
     in_groups = cgroups.detect()[0] is not None
     marker = f"/{cgroups.GROUP}/{grader_pid}-"
+    others = set() if in_groups else _other_workers()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -35,9 +38,34 @@ def student_processes(grader_pid: int, *, also_matching: str | None = None) -> l
                 ours = marker in (entry / "cgroup").read_text()
             else:
                 ours = SANDBOX_CHILD_DIR in cmdline or str(CHILD_DIR) in cmdline or "grader-launch" in cmdline
+                ours = ours and not _under(int(entry.name), others)
             if ours or (also_matching is not None and also_matching in cmdline):
                 found.append(cmdline)
     return found
+
+
+def _parent(pid: int) -> int:
+    try:  # the fields after the command's name, which may hold spaces and parentheses
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _other_workers() -> set[int]:
+    """The pids of this session's other pytest-xdist workers: the processes the controller started but this one."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return set()
+    controller = os.getppid()
+    return {int(e.name) for e in Path("/proc").iterdir()
+            if e.name.isdigit() and int(e.name) != os.getpid() and _parent(int(e.name)) == controller}
+
+
+def _under(pid: int, ancestors: set[int]) -> bool:
+    while pid > 1 and ancestors:
+        if pid in ancestors:
+            return True
+        pid = _parent(pid)
+    return False
 
 
 def as_from_a_terminal() -> None:

@@ -1,4 +1,5 @@
-"""How the suite runs on several cores (pytest-xdist; `make test` passes ``-n auto --dist loadfile``).
+"""How the suite runs on several cores (pytest-xdist; `make test` passes ``-n logical --maxprocesses 4 --dist
+loadfile``).
 
 A test file runs whole in one worker process, so that its module's fixtures (warm workers, a browser) start once.
 On top of pytest-xdist's ``loadfile``, this suite's scheduler (``FileScheduling``):
@@ -32,7 +33,8 @@ from filelock import FileLock
 
 FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 # A fixture whose value is costly and cannot be shared between processes -> its group: files whose tests use it run
-# in one worker. The bundled classes record their comparisons' margins in the process that grades them.
+# in one worker. The bundled classes record their comparisons' margins in the process that grades them. A file that
+# read from two groups would join the last: the other's run would then be computed twice, slower but not wrong.
 GROUPED_FIXTURES = {"mutants": "mutants", "bundled": "bundled", "sample_run": "bundled"}
 GROUPS_FILE = "file-groups-{worker}.json"
 UNMEASURED_SECONDS = 1.0  # a file not in FILE_SECONDS: a new one, or one whose every test took under 5 ms

@@ -89,7 +89,7 @@ def make_scheduler(config: pytest.Config, log: object) -> object:
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:  # asked first when every worker has collected: their files are written
-                folder = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+                folder = self.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
                 self._groups = {}
                 for written in folder.glob(GROUPS_FILE.format(worker="*")):
                     self._groups.update(json.loads(written.read_text(encoding="utf-8")))

@@ -14,6 +14,8 @@ import signal
 from contextlib import suppress
 from pathlib import Path
 
+import psutil
+
 from grader.execute import cgroups
 from grader.execute.isolation import CHILD_DIR, SANDBOX_CHILD_DIR
 
@@ -44,28 +46,19 @@ def student_processes(grader_pid: int, *, also_matching: str | None = None) -> l
     return found
 
 
-def _parent(pid: int) -> int:
-    try:  # the fields after the command's name, which may hold spaces and parentheses
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
 def _other_workers() -> set[int]:
     """The pids of this session's other pytest-xdist workers: the processes the controller started but this one."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return set()
-    controller = os.getppid()
-    return {int(e.name) for e in Path("/proc").iterdir()
-            if e.name.isdigit() and int(e.name) != os.getpid() and _parent(int(e.name)) == controller}
+    return {p.pid for p in psutil.Process(os.getppid()).children()} - {os.getpid()}
 
 
 def _under(pid: int, ancestors: set[int]) -> bool:
-    while pid > 1 and ancestors:
-        if pid in ancestors:
-            return True
-        pid = _parent(pid)
-    return False
+    """Whether the process descends from one of ``ancestors``."""
+    try:
+        return any(parent.pid in ancestors for parent in psutil.Process(pid).parents())
+    except psutil.Error:  # ended meanwhile
+        return False
 
 
 def as_from_a_terminal() -> None:

@@ -1,9 +1,9 @@
 """Where the suite's time goes, per test: wall seconds, the machine's CPU-seconds (all processes: the grader's, its
 workers', a browser's) and the warm workers the pytest process started. A pytest plugin, off unless named:
 
-    TEST_WORKERS=0 PYTEST_ADDOPTS="-p tests.suite_profile" make test              # a table by file at the end
-    TEST_WORKERS=0 SUITE_PROFILE=profile.jsonl PYTEST_ADDOPTS="-p tests.suite_profile" make test   # and a JSON line
-                                                                                                   # per test
+    TEST_WORKERS=0 PYTEST_ADDOPTS="-p tests.suite_profile" make test     # a table by file at the end
+
+and with ``SUITE_PROFILE=profile.jsonl`` before it, one JSON line per test too.
 
 CPU-seconds are read from /proc/stat (Linux), so whatever else runs on the machine counts too: profile a calm one,
 with the suite in one process (``TEST_WORKERS=0``), as a test's share of the machine means nothing while another

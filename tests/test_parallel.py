@@ -6,12 +6,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import textwrap
+import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
 from .conftest import ROOT
+from .processes import _under
 
 pytest_plugins = ["pytester"]
 
@@ -121,12 +126,6 @@ def test_the_shared_runs_readers_share_a_worker_and_the_costliest_files_go_first
 
 def test_a_process_is_under_the_workers_it_descends_from(tmp_path: Path) -> None:
     """Where there are no cgroups, a run's leftovers are told from another worker's processes by descent."""
-    import subprocess
-    import sys
-    import time
-
-    from .processes import _under
-
     started = tmp_path / "grandchild"
     child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, pathlib; p = subprocess.Popen(['sleep', "
                               f"'30']); pathlib.Path({str(started)!r}).write_text(str(p.pid)); p.wait()"])
@@ -143,4 +142,5 @@ def test_a_process_is_under_the_workers_it_descends_from(tmp_path: Path) -> None
     finally:
         child.kill()
         if grandchild:
-            os.kill(grandchild, signal.SIGKILL)
+            with suppress(ProcessLookupError):
+                os.kill(grandchild, signal.SIGKILL)

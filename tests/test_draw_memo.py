@@ -3,6 +3,8 @@ every student, the generator left as drawing leaves it, and nothing a check can 
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,6 +12,9 @@ from hypothesis import strategies as st
 
 from grader.check.draw_memo import DrawMemo
 from grader.check.reference_memo import ReferenceMemo
+from grader.check.student import _fingerprint
+from grader.execute import arguments
+from grader.execute.arguments import SENT_AS_IS_BYTES, Arg, blob_digest, sent_as_is
 
 
 def big_inputs(rng: np.random.Generator, n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,3 +69,45 @@ def test_a_kept_draw_gives_the_references_memo_the_key_its_values_give() -> None
     answers = [memo.call(reference, {}, (array,), {}, lambda array=array: reference(array))
                for array in (kept, kept.copy(), kept)]
     assert len(computed) == 1 and len(set(answers)) == 1
+
+
+
+def sent(array: np.ndarray) -> bytes:
+    """The blob a call passing ``array`` as a tensor sends."""
+    blobs: list[bytes] = []
+    Arg.tensor(array).encode(blobs)
+    return blobs[0]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rows=st.integers(1 << 15, 1 << 16),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_a_large_kept_draw_is_sent_as_encoded_once_and_asks_what_equal_values_ask(seed: int, rows: int,
+                                                                                   dtype: str) -> None:
+    """Each call passing a kept draw of a megabyte or more sends the same encoded bytes, digested once; a request's
+    fingerprint (what a diagnosis's replay matches on) is what the same values, freshly drawn, give."""
+    def keys(rng: np.random.Generator) -> tuple[np.ndarray]:
+        return (rng.normal(size=(rows, 8)).astype(dtype),)
+
+    kept, = DrawMemo().draw(np.random.default_rng(seed), keys, ())
+    fresh, = keys(np.random.default_rng(seed))
+    assert kept.nbytes >= SENT_AS_IS_BYTES and not kept.flags.writeable
+    np.testing.assert_array_equal(kept, fresh)
+    first, again, equal = sent(kept), sent(kept), sent(fresh)
+    assert first is again and equal is not first and equal == first
+    header = {"op": "call", "name": "chunked_additive_attention"}
+    assert _fingerprint(header, [first]) == _fingerprint(header, [equal])
+    other = fresh.copy()
+    other[-1, -1] += 1
+    assert _fingerprint(header, [first]) != _fingerprint(header, [sent(other)])
+
+
+def test_an_array_sent_as_is_is_forgotten_with_it() -> None:
+    before = len(arguments._SENT_AS_IS)
+    kept = sent_as_is(np.ones(SENT_AS_IS_BYTES // 8))
+    blob = sent(kept)
+    assert len(arguments._SENT_AS_IS) == before + 1 and blob_digest(blob) == blob_digest(bytes(bytearray(blob)))
+    del kept, blob
+    gc.collect()
+    assert len(arguments._SENT_AS_IS) == before and not arguments._DIGESTS.keys() - {id(b) for _, b in
+                                                                                    arguments._SENT_AS_IS.values()}

@@ -8,6 +8,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.execute.child import wire
 
@@ -29,6 +31,22 @@ def test_message_round_trip() -> None:
     header, blobs = wire.read_message(reader(wire.encode_message({"op": "x", "n": [1, 2]}, [blob])))
     assert header == {"op": "x", "n": [1, 2]}
     np.testing.assert_array_equal(wire.decode_array(blobs[0]), np.arange(6).reshape(2, 3))
+
+
+@settings(max_examples=50, deadline=None)
+@given(sizes=st.lists(st.integers(0, 40), max_size=6), apart=st.integers(1, 30),
+       header=st.dictionaries(st.text(max_size=5), st.integers(), max_size=3))
+def test_a_message_written_in_parts_is_the_message_and_large_blobs_are_not_copied(
+        sizes: list[int], apart: int, header: dict[str, int]) -> None:
+    blobs = [bytes(range(size)) for size in sizes]
+    parts = wire.message_parts(header, blobs, apart=apart)
+    assert b"".join(parts) == wire.encode_message(header, blobs)
+    # Each blob of ``apart`` bytes or more is a part of its own, the caller's object itself; the rest are joined.
+    large = [blob for blob in blobs if len(blob) >= apart]
+    assert [part for part in parts if any(part is blob for blob in large)] == large
+    assert len(parts) <= 2 * len(large) + 1
+    read, got = wire.read_message(reader(b"".join(parts)))
+    assert read == header and got == blobs
 
 
 def test_object_arrays_and_pickles_are_refused() -> None:

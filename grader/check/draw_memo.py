@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from grader.check.reference_memo import remember_digest
+from grader.execute.arguments import sent_as_is
 
 MAX_BYTES = 256 << 20  # draws kept at most; the least recently used go first
 
@@ -26,7 +27,7 @@ MAX_BYTES = 256 << 20  # draws kept at most; the least recently used go first
 def _frozen(value: Any) -> Any:
     """``value`` with its arrays made read-only; its size in bytes."""
     if isinstance(value, np.ndarray):
-        value.flags.writeable = False
+        value = sent_as_is(value)  # read-only; a large one encoded once for every student it is sent to
         remember_digest(value)
         return value, value.nbytes
     if isinstance(value, tuple):

@@ -311,9 +311,10 @@ class StudentProcess:
         if self._to_child < 0:
             raise ProcessDied("the student's process is no longer running")
         try:
-            view = memoryview(wire.encode_message(header, blobs))
-            while view:
-                view = view[os.write(self._to_child, view):]
+            for part in wire.message_parts(header, blobs):
+                view = memoryview(part)
+                while view:
+                    view = view[os.write(self._to_child, view):]
         except (BrokenPipeError, OSError):
             self._died("the student's process closed its input")
 

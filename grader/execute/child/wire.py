@@ -47,12 +47,22 @@ class WireError(Exception):
 
 
 def encode_message(header: dict[str, Any], blobs: Sequence[bytes] = ()) -> bytes:
+    return b"".join(message_parts(header, blobs))
+
+
+def message_parts(header: dict[str, Any], blobs: Sequence[bytes] = (), *, apart: int = 1 << 20) -> list[bytes]:
+    """The message's bytes in order, to be written one after another: what is smaller than ``apart`` bytes joined,
+    each larger blob on its own, so that sending a million keys does not copy them into one message first."""
     body = json.dumps(header, separators=(",", ":"), allow_nan=True).encode("utf-8")
-    parts = [HEAD.pack(len(body), len(blobs)), body]
+    parts, small = [], [HEAD.pack(len(body), len(blobs)), body]
     for blob in blobs:
-        parts.append(BLOB.pack(len(blob)))
-        parts.append(blob)
-    return b"".join(parts)
+        small.append(BLOB.pack(len(blob)))
+        if len(blob) < apart:
+            small.append(blob)
+        else:
+            parts += [b"".join(small), blob]
+            small = []
+    return [*parts, b"".join(small)] if small else parts
 
 
 def read_message(
@@ -152,6 +162,11 @@ def array_header(blob: bytes) -> tuple[tuple[int, ...], np.dtype]:
 
 def decode_array(blob: bytes, *, max_elements: int = 1 << 26) -> np.ndarray:
     """Decode a `.npy` blob: plain numeric or boolean dtypes only, never objects or pickles."""
+    return view_array(blob, max_elements=max_elements).copy()  # a writable array of its own
+
+
+def view_array(blob: bytes, *, max_elements: int = 1 << 26) -> np.ndarray:
+    """A `.npy` blob's array without copying it: a read-only view of the blob's data (the blob lives as long)."""
     shape, fortran, dtype, offset = _read_header(blob)
     if dtype.hasobject or dtype.kind not in "biufc":
         raise WireError(f"array dtype {dtype} is not a plain numeric type")
@@ -161,4 +176,4 @@ def decode_array(blob: bytes, *, max_elements: int = 1 << 26) -> np.ndarray:
     if len(blob) - offset != count * dtype.itemsize:
         raise WireError(f"array of shape {shape} and dtype {dtype} does not match its {len(blob) - offset} bytes")
     flat = np.frombuffer(blob, dtype=dtype, count=count, offset=offset)
-    return flat.reshape(shape, order="F" if fortran else "C").copy()  # a writable array of its own
+    return flat.reshape(shape, order="F" if fortran else "C")

@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from grader.check.load import available_assignments
 from grader.pipeline import ClassRun, grade_class
 from grader.results import CRASHED, INTERNAL, SUBMISSION_CRASHED, SUBMISSION_TIMEOUT, TIMEOUT
@@ -215,9 +217,9 @@ SPIN = "while True:\n    pass\n"
 
 
 def _cpu_seconds(pid: int) -> float:
-    with contextlib.suppress(OSError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    with contextlib.suppress(psutil.Error):
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
     return 0.0
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import psutil
 import pytest
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, TOY_CORRECT
@@ -45,36 +46,29 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 # ----- the process tree ------------------------------------------------------------------------------------------
-def _parent_and_state(pid: str) -> tuple[int, str] | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
-    return int(fields[1]), fields[0]
+def _parents() -> dict[int, int]:
+    """Every live process's parent (zombies are dead: left out)."""
+    return {p.info["pid"]: p.info["ppid"] for p in psutil.process_iter(["pid", "ppid", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and p.info["ppid"] is not None}
 
 
 def _cmdline(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
+        return " ".join(psutil.Process(pid).cmdline()).strip()
+    except psutil.Error:
         return "?"
 
 
 def descendants(root: int) -> dict[int, str]:
     """The live processes below ``root`` (zombies are dead: left out), with their command lines."""
     children: dict[int, list[int]] = {}
-    zombies = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit() and (found := _parent_and_state(name)) is not None:
-            children.setdefault(found[0], []).append(int(name))
-            if found[1] == "Z":
-                zombies.add(int(name))
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
     below, frontier = {}, [root]
     while frontier:
         pid = frontier.pop()
         for child in children.get(pid, []):
-            if child not in below and child not in zombies:
+            if child not in below:
                 below[child] = _cmdline(child)
                 frontier.append(child)
     return below
@@ -119,7 +113,8 @@ def _zygote(command: str) -> bool:
 def student_running(before: set[int]) -> bool:
     """A student's process is running: a zygote's fork, its parent a zygote."""
     tree = started_by_the_run(before)
-    parents = {pid: found[0] for pid in tree if (found := _parent_and_state(str(pid))) is not None}
+    known = _parents()
+    parents = {pid: known[pid] for pid in tree if pid in known}
     return any(_zygote(command) and _zygote(tree.get(parents.get(pid, 0), "")) for pid, command in tree.items())
 
 

@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grader.execute.procfs import state_and_start
+
 POLL_SECONDS = 1.0  # where no pidfd can say it at once, how often the watch asks
 OWNER_ENV = "GRADER_OWNER"  # "pid:start time" of the process a grader started by another one ends with
 
@@ -46,19 +48,8 @@ class Owner:
         return cls(int(pid), int(started) if started else None)
 
 
-def _state_and_start(pid: int) -> tuple[str, int] | None:
-    """The process's state letter and start time, from /proc/PID/stat (None: no such process, or no /proc)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2:].split()  # after the command name, which may hold spaces and parentheses
-    return fields[0], int(fields[19])  # fields 3 and 22
-
-
 def this_process() -> Owner:
-    found = _state_and_start(os.getpid())
+    found = state_and_start(os.getpid())
     return Owner(os.getpid(), found[1] if found is not None else None)
 
 
@@ -72,7 +63,7 @@ def _running(owner: Owner) -> bool:
         pass
     if owner.started is None:
         return True
-    found = _state_and_start(owner.pid)
+    found = state_and_start(owner.pid)
     return found is not None and found[0] != "Z" and found[1] == owner.started
 
 

@@ -20,15 +20,13 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from grader.errors import CallTimedOut, InfrastructureError, ProcessDied
-from grader.execute import isolation
+from grader.execute import isolation, procfs
 from grader.execute.cgroups import Cgroup
 from grader.execute.child import wire
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.workers import STARTUP_SECONDS, Forked, Worker, WorkerLost
 
-PF_EXITING = 0x4  # /proc/PID/stat's flags: the process is in its exit
-SIGKILL_PENDING = 1 << (signal.SIGKILL - 1)  # /proc/PID/stat's pending signals
 HELLO_SECONDS = 20.0  # a fork answers in milliseconds; a loaded machine may take longer
 UNIT_MARGIN_SECONDS = 5.0
 EXIT_SECONDS = 2.0  # how long to wait for the zygote to report how a process ended
@@ -55,8 +53,6 @@ class QuestionOutput:
     stderr: str
     dropped: int
 
-
-_PROC_STAT = os.path.exists("/proc/self/stat")
 
 
 class LoadInterrupted(Exception):
@@ -260,16 +256,7 @@ class StudentProcess:
         """Whether the loaded process is dead or dying: gone, a zombie, in its exit, or with SIGKILL pending (which
         kill() leaves on it the moment it returns, before the process has run again). Linux only; False elsewhere
         or when its pid is unknown."""
-        pid = self.pid
-        if pid is None or not _PROC_STAT:
-            return False
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                fields = handle.read().rpartition(b")")[2].split()  # after the command name, which may hold spaces
-            return fields[0] in (b"Z", b"X", b"x") or bool(int(fields[6]) & PF_EXITING) or \
-                bool(int(fields[28]) & SIGKILL_PENDING)
-        except (OSError, IndexError, ValueError):
-            return True  # reaped already
+        return self.pid is not None and procfs.AVAILABLE and procfs.dying(self.pid)
 
     def _reap(self) -> int | None:
         """How the process ended, once the worker has said (waiting a little for it)."""

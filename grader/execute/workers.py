@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from grader.errors import InfrastructureError
-from grader.execute import isolation, seccomp
+from grader.execute import isolation, procfs, seccomp
 from grader.execute.cgroups import Cgroup
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
@@ -80,42 +80,14 @@ class Forked:
     host_pid: int | None  # as this machine's /proc sees it, when it could be found
 
 
-def _ns_pid(pid: int) -> int | None:
-    """The pid of ``pid`` in its own (innermost) pid namespace."""
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            for line in handle:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
-            return [int(p) for p in handle.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
-def _threads(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status") as handle:
-            return next(int(line.split()[1]) for line in handle if line.startswith("Threads:"))
-    except (OSError, StopIteration, ValueError):
-        return 1
-
-
 def find_host_pid(root: int, ns_pid: int, *, depth: int = 3) -> int | None:
     """The descendant of ``root`` (itself included) whose pid in its own namespace is ``ns_pid``."""
     frontier = [root]
     for _ in range(depth + 1):
         for pid in frontier:
-            if _ns_pid(pid) == ns_pid:
+            if procfs.ns_pid(pid) == ns_pid:
                 return pid
-        frontier = [child for pid in frontier for child in _children(pid)]
+        frontier = [child for pid in frontier for child in procfs.children(pid)]
     return None
 
 
@@ -203,7 +175,7 @@ class Worker:
             # The zygote joins the groups, so that every student process is born in them. Its own pages were charged
             # where they were made, not here; its tasks are allowed for beside the students'.
             self.cgroup = Cgroup(self.sandbox.cgroups, memory_bytes=self.limits.memory_bytes,
-                                 processes=self.limits.processes + _threads(self.host_pid) + 1)
+                                 processes=self.limits.processes + procfs.threads(self.host_pid) + 1)
             self.cgroup.join(self.host_pid)
 
     def close(self) -> None:
@@ -342,7 +314,7 @@ class Worker:
             return pid
         if self.host_pid is None:
             return None
-        return next((child for child in _children(self.host_pid) if _ns_pid(child) == pid), None)
+        return next((child for child in procfs.children(self.host_pid) if procfs.ns_pid(child) == pid), None)
 
     def exited(self, ident: int) -> bool:
         """Whether student process ``ident`` has ended, as far as the zygote has said (without waiting)."""

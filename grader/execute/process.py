@@ -256,7 +256,7 @@ class StudentProcess:
         """Whether the loaded process is dead or dying: gone, a zombie, in its exit, or with SIGKILL pending (which
         kill() leaves on it the moment it returns, before the process has run again). Linux only; False elsewhere
         or when its pid is unknown."""
-        return self.pid is not None and procfs.AVAILABLE and procfs.dying(self.pid)
+        return self.pid is not None and procfs.dying(self.pid)
 
     def _reap(self) -> int | None:
         """How the process ended, once the worker has said (waiting a little for it)."""

@@ -36,7 +36,9 @@ def stat_fields(pid: int) -> list[bytes] | None:
 
 def dying(pid: int) -> bool:
     """Whether the process is gone, a zombie, in its exit, or has SIGKILL pending (which kill() leaves on it the
-    moment kill() returns, before the process has run again)."""
+    moment kill() returns, before the process has run again). False where there is no /proc: nothing says so."""
+    if not AVAILABLE:
+        return False
     fields = stat_fields(pid)
     try:
         return fields is None or fields[STATE] in ENDED or bool(int(fields[FLAGS]) & PF_EXITING) or \

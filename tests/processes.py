@@ -5,6 +5,11 @@ Where cgroups are in use, a run's processes are those in its groups (named ``<gr
 code cannot leave; so another grader running on the same machine does not count. Without cgroups, any process
 running the child runtime counts, but for those of the test session's other workers (tests/parallel.py), which
 grade their own classes meanwhile.
+
+A zombie does not count: it has ended and holds nothing but its pid until its parent collects it. A sandbox's
+processes are not the grader's children; once the sandbox's own init is gone they are handed to the machine's init,
+which may take its time (a Firecracker VM's init left a worker's two zygotes as zombies for up to a second after
+the grader had exited; systemd collects them at once).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from grader.execute import cgroups
+from grader.execute import cgroups, procfs
 from grader.execute.isolation import CHILD_DIR, SANDBOX_CHILD_DIR
 
 
@@ -35,6 +40,9 @@ def student_processes(grader_pid: int, *, also_matching: str | None = None) -> l
         if not entry.name.isdigit():
             continue
         with suppress(OSError):
+            fields = procfs.stat_fields(int(entry.name))
+            if fields is None or fields[procfs.STATE] in procfs.ENDED:
+                continue
             cmdline = _cmdline(entry)
             if in_groups:
                 ours = marker in (entry / "cgroup").read_text()

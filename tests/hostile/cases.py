@@ -425,8 +425,10 @@ def masked_softmax(X, valid_lens):
          solution(before="def down(n):\n    return down(n + 1)\ndown(0)\n",
                   bilinear=BILINEAR.replace(
                       "        scores = torch.bmm(",
-                      "        sys.setrecursionlimit(10**7)\n        deep = lambda n: list(map(deep, [n + 1]))\n"
-                      "        deep(0)\n        scores = torch.bmm(")),
+                      # Recursion in C itself: recursion through builtins (map) is stopped with a RecursionError
+                      # from Python 3.12 on, which guards the C stack too.
+                      "        import faulthandler\n        faulthandler._stack_overflow()\n"
+                      "        scores = torch.bmm(")),
          lost=("q4",), mentions=("RecursionError", "SIGSEGV")),
     Case("slow_but_correct", "correct, but sleeps at import and in every call",
          solution(before="time.sleep(1.5)\n",

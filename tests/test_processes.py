@@ -32,7 +32,7 @@ def test_a_live_process_in_a_run_s_group_counts_and_its_zombie_does_not() -> Non
         group.join(child.pid)
         assert [line for line in student_processes(os.getpid()) if TAG in line] == [
             f"{sys.executable} -c import time; time.sleep(60) {TAG} "]
-        os.kill(child.pid, signal.SIGKILL)  # and not collected: a zombie, still in the group's pid list
+        os.kill(child.pid, signal.SIGKILL)  # and not collected: a zombie (on cgroup v2 still naming its group)
         deadline = time.monotonic() + 10
         while (found := procfs.state_and_start(child.pid)) is not None and found[0] != "Z":
             assert time.monotonic() < deadline, found

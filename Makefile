@@ -10,20 +10,40 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean bench-review
+.PHONY: install python-version sandbox-deps kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean bench-review
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt pyproject.toml
+# The lowest Python the pinned packages take (pyproject.toml's requires-python; tests/test_python_floor.py holds it
+# to requirements.txt), checked before pip runs, with the way to a Python that has it.
+PYTHON_FLOOR := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)".*/\1/p' pyproject.toml)
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU build first (PyPI's Linux torch is the CUDA
+# build, gigabytes); docs/gpu.md says how to take a CUDA build instead.
+TORCH_INDEX ?=
+
+python-version:
+	@$(PYTHON) -c 'import sys; floor = tuple(map(int, "$(PYTHON_FLOOR)".split("."))); \
+	  sys.exit(sys.version_info[:len(floor)] < floor)' 2>/dev/null || { \
+	  echo "install: the pinned packages need Python $(PYTHON_FLOOR) or newer; $(PYTHON) is \
+	$$($(PYTHON) -V 2>&1 || echo missing). Debian 12 and Ubuntu 24.04: their python3 will do (sudo apt-get install \
+	python3-venv). Ubuntu 22.04: sudo apt-get install python3.11 python3.11-venv, then make PYTHON=python3.11 grade \
+	(or test)." >&2; exit 1; }
+	@test -x $(BIN)/python || $(PYTHON) -c 'import ensurepip' 2>/dev/null || { echo "install: $(PYTHON) cannot \
+	make a virtual environment: sudo apt-get install python3-venv (Debian, Ubuntu; python3.X-venv for python3.X)" >&2; \
+	exit 1; }
+
+$(STAMP): requirements.txt pyproject.toml | python-version
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(if $(TORCH_INDEX),$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+	  $$(grep -E '^torch==' requirements.txt) --index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # Each assignment's student kit in dist/<name>/: its templates, grader-kit/ (the public checks, recorded from the
 # solution) and the grader's wheel, which students install to run `from grader.kit import check; check()`.
-kit: $(STAMP)
-	$(BIN)/grader kit
+kit: sandbox-deps $(STAMP)
+	$(BIN)/grader kit $(SANDBOX_FLAG)
 
 # Installs the Debian packages of $(2) ("package:command" each; the command shows it is there) that are missing:
 # a no-op when all are there; as root with apt-get it installs them; otherwise, or when that fails, $(3) runs.
@@ -37,8 +57,9 @@ define debian-packages
 	  else $(3); fi; }
 endef
 
-# bubblewrap isolates student code (see docs/security.md; without it the grader degrades and warns); chromium is the
-# real browser the page tests drive (tests/test_browser.py, `make screenshots`). Missing and not installable: fail.
+# bubblewrap isolates student code (see docs/security.md; without it the grader refuses to run student code unless
+# told otherwise); chromium is the real browser the page tests drive (tests/test_browser.py, `make screenshots`).
+# Missing and not installable: fail.
 SYSTEM_PACKAGES := bubblewrap:bwrap chromium:chromium
 
 SYSTEM_PACKAGES_MISSING = echo "system-deps: missing$$missing: install with your package manager (e.g. sudo \
@@ -46,6 +67,18 @@ SYSTEM_PACKAGES_MISSING = echo "system-deps: missing$$missing: install with your
 
 system-deps:
 	$(call debian-packages,system-deps,$(SYSTEM_PACKAGES),$(SYSTEM_PACKAGES_MISSING))
+
+# What the commands that run student code need: bubblewrap, installed where it can be. Where it cannot (not root,
+# not Debian, macOS), nothing fails here: the grader refuses to run student code without it and says what to do,
+# and SANDBOX=partial or SANDBOX=off (passed as --sandbox) goes on without it, knowingly.
+SANDBOX ?=
+SANDBOX_FLAG = $(if $(SANDBOX),--sandbox $(SANDBOX))
+
+SANDBOX_PACKAGES_MISSING = echo "sandbox-deps: bubblewrap is missing and cannot be installed from here (e.g. sudo \
+  apt-get install bubblewrap); the grader will say what it means" >&2
+
+sandbox-deps:
+	$(call debian-packages,sandbox-deps,bubblewrap:bwrap,$(SANDBOX_PACKAGES_MISSING))
 
 # What only some tests use: an exFAT image mounted through FUSE is the case-insensitive disk (as USB drives come
 # formatted) that tests/test_accounting.py grades onto. Missing and not installable: the tests that need them skip
@@ -58,16 +91,16 @@ TEST_PACKAGES_MISSING = echo "test-tools: missing$$missing (e.g. sudo apt-get in
 test-tools:
 	$(call debian-packages,test-tools,$(TEST_PACKAGES),$(TEST_PACKAGES_MISSING))
 
-grade: $(STAMP)
-	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) \
+grade: sandbox-deps $(STAMP)
+	$(BIN)/grader grade $(ASSIGNMENT) $(SUBMISSIONS) --out $(OUT) $(if $(JOBS),--jobs $(JOBS)) $(SANDBOX_FLAG) \
 	  $(foreach student,$(STUDENT),--student $(student))
 
 # A student's self-check: the public checks only, on one file (SUBMISSION=...), its report in CHECK_OUT. The
 # assignment is told from the file unless ASSIGNMENT is given. `grader check` exits 1 when a check fails, which
 # make reports as "Error 1" and its own exit code 2.
-check: $(STAMP)
+check: sandbox-deps $(STAMP)
 	@test -n "$(SUBMISSION)" || { echo "usage: make check SUBMISSION=path/to/work.ipynb [ASSIGNMENT=name]" >&2; exit 2; }
-	$(BIN)/grader check $(SUBMISSION) --out $(CHECK_OUT) \
+	$(BIN)/grader check $(SUBMISSION) --out $(CHECK_OUT) $(SANDBOX_FLAG) \
 	  $(if $(filter command line environment,$(origin ASSIGNMENT)),--assignment $(ASSIGNMENT))
 
 lint: $(STAMP)

@@ -69,6 +69,13 @@ class ConfigurationError(GraderError):
     exit_code = 2
 
 
+class SandboxUnavailable(ConfigurationError):
+    """The isolation the run asks for (``--sandbox``) cannot be had on this machine: nothing is graded, and the
+    message says what is missing, the command that gives it, and the explicit way to go on without it."""
+
+    exit_code = 6
+
+
 class InfrastructureError(GraderError):
     """The grader could not do its job on this machine (cannot start Python, a worker that will not start, ...)."""
 

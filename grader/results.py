@@ -352,6 +352,11 @@ class LatePenalty:
         return dataclasses.replace(self, extension_reason="", note="")
 
 
+# The environment entry naming what student code could reach where a layer of the sandbox was missing
+# (grader/execute/isolation.py, Sandbox.exposure): the instructor's to read, not a student's.
+EXPOSED = "exposed"
+
+
 @dataclass(frozen=True)
 class SubmissionResult:
     student: str
@@ -378,6 +383,11 @@ class SubmissionResult:
     @property
     def code_score(self) -> float:
         return sum(q.score for q in self.questions)
+
+    @property
+    def exposed(self) -> str:
+        """What student code could reach when this was graded, where a sandbox layer was missing; else ""."""
+        return dict(self.environment).get(EXPOSED, "")
 
     @property
     def manual_score(self) -> float:
@@ -427,9 +437,12 @@ class SubmissionResult:
     def for_student(self) -> SubmissionResult:
         """The result as the student may see it: each check's ``for_student()``; not what their code printed while
         the checks ran (it could print a hidden check's inputs), the grader's own trace, marks set aside (a changed
-        answer, a malformed row) or an extension's reason."""
+        answer, a malformed row), an extension's reason, or what student code could have reached where the sandbox
+        lacked a layer (an invitation, for a student)."""
         questions = tuple(dataclasses.replace(q, stdout="", stderr="", checks=tuple(c.for_student() for c in q.checks))
                           for q in self.questions)
         manual = tuple(m.for_student() for m in self.manual)
         late = self.late.for_student() if self.late is not None else None
-        return dataclasses.replace(self, questions=questions, manual=manual, late=late, grader_trace="")
+        environment = tuple((k, v) for k, v in self.environment if k != EXPOSED)
+        return dataclasses.replace(self, questions=questions, manual=manual, late=late, grader_trace="",
+                                   environment=environment)

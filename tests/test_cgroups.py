@@ -475,7 +475,7 @@ def _events(path: Path | None, name: str) -> dict[str, int]:
 @pytest.mark.parametrize("version", [1, 2], ids=["cgroup-v1", "cgroup-v2"])
 @pytest.mark.parametrize("case_name", list(SOURCES))
 def test_a_hostile_submission_is_contained_by_its_worker_s_cgroup(version: int, case_name: str) -> None:
-    sandbox = isolation.detect("auto")
+    sandbox = isolation.detect()
     support = sandbox.cgroups
     if not (support and support.version == version and set(CONTROLLERS) <= set(support.controllers)):
         pytest.skip("needs a cgroup v2 machine with the memory/pids controllers" if version == 2 else

@@ -156,7 +156,7 @@ WARM: Worker | None = None
 @pytest.fixture(scope="module", autouse=True)
 def warm() -> Iterator[None]:
     global WARM
-    WARM = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=FAST)
+    WARM = Worker(sandbox=isolation.detect(), device="cpu", limits=FAST)
     WARM.start()
     yield
     WARM.close()

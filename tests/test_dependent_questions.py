@@ -64,7 +64,7 @@ def positional() -> Any:
 
 @pytest.fixture(scope="module")
 def worker(positional: Any) -> Any:
-    worker = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=positional.limits)
+    worker = Worker(sandbox=isolation.detect(), device="cpu", limits=positional.limits)
     yield worker
     worker.close()
 

@@ -53,7 +53,7 @@ def test_a_worker_that_would_grade_differently_refuses(tmp_path: Path) -> None:
     source = (SAMPLES / "einsum_style.py").read_bytes()
     parcel = Parcel("ana", "ana.py", "python", source, "2026-01-01T00:00:00+00:00", ())
     settings = RunSettings(assignment="attention_scoring", solutions_dir=SOLUTIONS_DIR, root=tmp_path, device="cpu",
-                           limits=Limits(), sandbox="auto", fingerprint="0" * 64)
+                           limits=Limits(), sandbox="require", fingerprint="0" * 64)
     with pytest.raises(ConfigurationError, match="would grade attention_scoring differently"):
         grade_parcel(parcel, settings)
 

@@ -27,7 +27,7 @@ FAST = Limits(call_seconds=2.0, unit_seconds=1.0, submission_seconds=60.0, strea
 def warm() -> Iterator[None]:
     """One warm worker forks every test's process, as in a class run (a test with its own sandbox starts its own)."""
     global WARM
-    WARM = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=FAST)
+    WARM = Worker(sandbox=isolation.detect(), device="cpu", limits=FAST)
     WARM.start()
     yield
     WARM.close()

@@ -66,7 +66,7 @@ def test_submissions_left_by_job_processes_that_died_are_graded_by_the_run_itsel
     spec = load_assignment("attention_scoring")
     submissions, _ = discover(SAMPLES, layout="auto", assignment=spec.name)
     chosen = [s for s in submissions if s.student in ("textbook", "mistake_softmax_axis")]
-    layers = isolation.detect("auto")
+    layers = isolation.detect()
     # Job processes that cannot start (their assignment does not exist): the pool breaks before grading anything.
     settings = RunSettings(assignment="no_such_assignment", solutions_dir=SAMPLES, root=SAMPLES, device="cpu",
                            limits=spec.limits, sandbox=layers.mode, fingerprint="")

@@ -25,7 +25,7 @@ def test_spins():
 
 
 def test_starts_a_warm_worker():
-    worker = Worker(sandbox=isolation.detect("auto"), device="cpu", limits=Limits())
+    worker = Worker(sandbox=isolation.detect(), device="cpu", limits=Limits())
     try:
         worker.start()
     finally:

@@ -56,7 +56,7 @@ def test_class_runs_in_a_module_share_its_workers_and_grade_as_with_their_own(
 def test_a_worker_outlives_the_thread_that_first_graded_with_it() -> None:
     """A run's grading threads end with the run; the module's next run must find the worker alive."""
     limits = load_assignment("attention_scoring").limits
-    pool = module_pool(size=1, sandbox=isolation.detect("auto"), device="cpu", limits=limits)
+    pool = module_pool(size=1, sandbox=isolation.detect(), device="cpu", limits=limits)
     used: list[Worker] = []
 
     def grade_in_a_thread() -> None:
@@ -76,7 +76,7 @@ def test_a_worker_outlives_the_thread_that_first_graded_with_it() -> None:
 
 def test_a_stopped_run_leaves_the_next_one_a_fresh_pool() -> None:
     limits = load_assignment("attention_scoring").limits
-    sandbox = isolation.detect("auto")
+    sandbox = isolation.detect()
     pool = module_pool(size=1, sandbox=sandbox, device="cpu", limits=limits)
     with pool.acquire() as worker:
         assert worker.alive

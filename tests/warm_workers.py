@@ -34,7 +34,7 @@ def grade_one(*, submission: Submission, assignment: Assignment, root: Path, lim
               device: str = "cpu") -> SubmissionResult:
     """``grade_submission`` with the module's warm worker for these limits, started on first use."""
     limits = limits or assignment.limits
-    pool = module_pool(size=1, sandbox=isolation.detect("auto"), device=device, limits=limits)
+    pool = module_pool(size=1, sandbox=isolation.detect(), device=device, limits=limits)
     with pool.acquire() as worker:
         return grade_submission(submission=submission, assignment=assignment, root=root, limits=limits,
                                 device=device, worker=worker)

@@ -33,9 +33,8 @@ def print_summary(check: SelfCheck, *, source: str, stream: TextIO = sys.stdout,
 def _check(args: argparse.Namespace) -> int:
     submission_file(Path(args.submission))  # a mistyped name is said at once, before the sandbox is probed
     layers = isolation.detect(args.sandbox)
-    if layers.missing:
-        print("warning: your code runs with less isolation than on a Linux machine with bubblewrap: "
-              f"{layers.describe()}", file=sys.stderr, flush=True)
+    if exposed := layers.exposure():
+        print(f"warning: {exposed} (--sandbox {layers.mode}): {layers.describe()}", file=sys.stderr, flush=True)
     check = check_submission(path=Path(args.submission), out_dir=Path(args.out), assignment=args.assignment,
                              solutions_dir=Path(args.solutions), device=args.device, sandbox=args.sandbox,
                              limit_overrides=args.limit)
@@ -61,6 +60,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     check.add_argument("--device", default="cpu", help="torch device for your code (cpu, cuda)")
     check.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                        help="override one of the assignment's limits, e.g. call_seconds=20 (repeatable)")
-    check.add_argument("--sandbox", choices=isolation.MODES, default="auto",
-                       help="isolation: auto (every layer this machine offers), require, off (rlimits only)")
+    check.add_argument("--sandbox", choices=isolation.MODES, default=isolation.DEFAULT_MODE,
+                       help=isolation.MODES_HELP)
     check.set_defaults(run=_check)

@@ -36,9 +36,9 @@ def _print_selected(to_grade: int, kept: int) -> None:
 def _print_sandbox(layers: Sandbox, device: str = "cpu") -> None:
     """Once per run, before grading: which isolation layers protect this machine, and which do not."""
     print(f"{layers.describe()} (grader pid {os.getpid()})", flush=True)
-    if layers.missing:
-        print("warning: student code runs with less isolation than on a Linux machine with bubblewrap and cgroups; "
-              "see docs/security.md", file=sys.stderr, flush=True)
+    if exposed := layers.exposure():
+        print(f"warning: {exposed} (--sandbox {layers.mode}); the dashboard and the instructor's pages say so; see "
+              "docs/security.md", file=sys.stderr, flush=True)
     if device != "cpu" and not (layers.cgroups and "memory" in layers.cgroups.controllers):
         # On the GPU the address-space rlimit is off (CUDA reserves far more than it uses): a memory cgroup is the
         # only cap left on the host's memory.
@@ -142,9 +142,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     grade.add_argument("--limit", action="append", default=[], metavar="NAME=VALUE",
                        help="override one of the assignment's limits, e.g. call_seconds=20 or memory_bytes=2G "
                             "(repeatable; names in grader/execute/limits.py)")
-    grade.add_argument("--sandbox", choices=isolation.MODES, default="auto",
-                       help="isolation: auto (every layer this machine offers), require (refuse to grade without "
-                            "the namespace layer), off (rlimits only, for debugging)")
+    grade.add_argument("--sandbox", choices=isolation.MODES, default=isolation.DEFAULT_MODE,
+                       help=isolation.MODES_HELP)
     grade.add_argument("--layout", choices=LAYOUTS, default="auto",
                        help="how the submissions folder is laid out: auto (detected, the default), flat "
                             "(<student>.ipynb, <student>.py or <student>/), nbgrader "

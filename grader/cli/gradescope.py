@@ -65,6 +65,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                      help="Gradescope's /autograder (default: $AUTOGRADER_ROOT, else /autograder)")
     run.add_argument("--assignment", help=f"the assignment (default: the one in {CONFIG} beside the grader)")
     run.add_argument("--solutions", default=str(SOLUTIONS_DIR), help=argparse.SUPPRESS)
-    run.add_argument("--sandbox", choices=isolation.MODES, default="auto", help=argparse.SUPPRESS)
+    # Gradescope's container, made afresh for each submission and holding nothing else, is the boundary there: its
+    # defaults refuse bubblewrap's namespaces, and every other layer is used (docs/gradescope.md).
+    run.add_argument("--sandbox", choices=isolation.MODES, default="partial", help=argparse.SUPPRESS)
     run.add_argument("--once", action="store_true", help=argparse.SUPPRESS)  # the retry itself: no third try
     run.set_defaults(run=_gradescope_run)

@@ -24,7 +24,7 @@ def shown(path: Path) -> str:
 
 
 def write_kits(names: Sequence[str], *, solutions: Path, assignments: Path, out: Path, wheel: bool = True,
-               sandbox: str = "auto") -> list[Path]:
+               sandbox: str = "require") -> list[Path]:
     """Build the kit of each assignment in ``names`` into ``out``, printing what each holds; returns the folders.
 
     One wheel for every kit of the run (the same grader; pip's build is the slow part), whose version names the
@@ -80,6 +80,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     kit.add_argument("--assignments", default=str(ASSIGNMENTS_DIR),
                      help="folder holding what students get, one folder per assignment")
     kit.add_argument("--no-wheel", action="store_true", help="leave the grader's wheel out of the kits")
-    kit.add_argument("--sandbox", choices=isolation.MODES, default="auto",
-                     help="how the solution notebook is run while the kit is recorded (as `grader grade`)")
+    kit.add_argument("--sandbox", choices=isolation.MODES, default=isolation.DEFAULT_MODE,
+                       help=isolation.MODES_HELP)
     kit.set_defaults(run=_kit)

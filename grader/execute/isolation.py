@@ -15,8 +15,13 @@
 * rlimits, everywhere: address space, CPU time, file size, open files, no core dumps (and the process count
   where no pids cgroup exists and the grader does not run as root).
 
-``auto`` uses every layer that works and says which are missing; ``require`` refuses to grade without the
-namespace layer; ``off`` keeps only rlimits and process groups (for debugging a submission).
+Modes. ``require``, the default, uses every layer that works and refuses to run student code without the namespace
+layer: a machine that lacks bubblewrap fails closed, with the command that installs it and the explicit way on.
+``partial`` (unsafe for untrusted code) goes on without it with every other layer, for a throwaway container such as
+Gradescope's: as root, student processes are then uid 65534 on the real filesystem, so the run first checks that
+uid 65534 can reach the Python runtime (reach.py) and refuses, naming the folders, where it cannot. ``off`` keeps only
+rlimits and process groups (for debugging a submission one trusts). Whatever is missing is said in the terminal
+and recorded with every result (``Sandbox.exposure``), and the instructor's pages show it.
 """
 
 from __future__ import annotations
@@ -32,12 +37,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.errors import ConfigurationError
-from grader.execute import cgroups, seccomp
+from grader.errors import ConfigurationError, SandboxUnavailable
+from grader.execute import cgroups, reach, seccomp
 from grader.execute.limits import Limits
 from grader.paths import PROJECT_ROOT
 
-MODES = ("auto", "require", "off")
+MODES = ("require", "partial", "off")
+DEFAULT_MODE = "require"
+# For every command's --sandbox: the unsafe modes say so where they are chosen.
+MODES_HELP = ("isolation of student code: require (the default: refuse to run it without the namespace layer, "
+              "bubblewrap), partial (UNSAFE for untrusted code: every other layer this machine has, for a throwaway "
+              "container such as Gradescope's), off (UNSAFE: rlimits only, student code runs as your user; for "
+              "debugging a submission you trust)")
 CHILD_DIR = Path(__file__).resolve().parent / "child"
 SANDBOX_CHILD_DIR = "/grader-child"
 SANDBOX_UID = 65534  # "nobody" inside the user namespace
@@ -89,6 +100,27 @@ class Sandbox:
         if self.missing:
             text += "; NOT active: " + "; ".join(self.missing)
         return text
+
+    def exposure(self) -> str:
+        """What student code could reach because of the layers missing here, in one sentence for the instructor's
+        pages (recorded with every result); empty when every layer is active."""
+        reach: list[str] = []
+        if not self.bwrap:
+            if self.student_uid is not None:
+                reach += [f"every file that all users may read (as uid {self.student_uid}; the solutions and hidden "
+                          "checks too where their folders let others in)", "the network",
+                          "every process's command line"]
+            else:
+                reach += ["every file the grader's user can read or write (the solutions, the hidden checks, the "
+                          "gradebook and other students' work included)", "the network",
+                          "the grader's own processes (to signal or trace them)"]
+        elif not self.seccomp:
+            reach.append("the kernel calls the seccomp filter refuses (ptrace, BPF, keyrings, new namespaces)")
+        if not self.cgroups:
+            reach.append("more memory and processes than the limits allow, spread over several processes")
+        if not reach:
+            return ""
+        return "student code could reach " + "; ".join(reach)
 
     def summary(self) -> str:
         """Short form recorded with every result."""
@@ -209,22 +241,28 @@ def _probe_bwrap(bwrap: str, flags: tuple[str, ...], command: list[str], *, with
 
 
 @functools.cache
-def detect(mode: str = "auto") -> Sandbox:
-    """What this machine offers; cached, so a class is graded under one set of layers."""
+def detect(mode: str = DEFAULT_MODE) -> Sandbox:
+    """What this machine offers; cached, so a class is graded under one set of layers.
+
+    Raises SandboxUnavailable where ``mode`` cannot be had here: ``require`` without the namespace layer, ``partial``
+    as root where uid 65534 cannot reach the Python runtime. Nothing is ever dropped later, at run time."""
     if mode not in MODES:
         raise ConfigurationError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}")
     missing: list[str] = []
     bwrap_path, flags, student_uid, use_seccomp = None, (), None, False
+    namespaces_why = ""  # why there is no namespace layer, for the refusal
     if mode == "off":
         missing.append("namespaces and cgroups (turned off with --sandbox off)")
     elif not sys.platform.startswith("linux"):
+        namespaces_why = f"bubblewrap needs Linux, and this is {sys.platform}"
         missing.append(f"namespaces: not available on {sys.platform}; student code can read your files and use "
                        "the network")
     else:
         found = shutil.which("bwrap")
         if not found:
-            missing.append("namespaces: bubblewrap is not installed (apt-get install bubblewrap); student code can "
-                           "read files your user can read, use the network and signal your processes")
+            namespaces_why = "bubblewrap is not installed"
+            missing.append("namespaces: bubblewrap is not installed; student code can read files your user can "
+                           "read, use the network and signal your processes")
         else:
             candidates = []
             if os.geteuid() == 0:
@@ -240,6 +278,7 @@ def detect(mode: str = "auto") -> Sandbox:
                     student_uid = SANDBOX_UID if "--unshare-user" not in candidate else None
                     break
             if problem:
+                namespaces_why = f"bubblewrap ({found}) cannot create namespaces here: {problem[:200]}"
                 missing.append(f"namespaces: bubblewrap cannot create them here ({problem[:200]})")
             elif not seccomp.supported():
                 missing.append(f"seccomp: the grader's filter is written for x86-64, not {platform.machine()}")
@@ -248,19 +287,76 @@ def detect(mode: str = "auto") -> Sandbox:
                 use_seccomp = not problem
                 if problem:
                     missing.append(f"seccomp: bubblewrap could not load the filter ({problem[:200]})")
+    if mode == "require" and bwrap_path is None:
+        raise SandboxUnavailable(refusal(namespaces_why))
     support = None
     if mode != "off":
         support, why = cgroups.detect()
         if support is None:
             missing.append(f"cgroups: {why}")
-    if mode == "require" and bwrap_path is None:
-        raise ConfigurationError("--sandbox require: " + "; ".join(missing))
-    if mode == "auto" and bwrap_path is None and _can_switch_uid():
+    if mode == "partial" and bwrap_path is None and _can_switch_uid():
         student_uid = SANDBOX_UID  # no namespaces, but a student process that is not root
+        if stopped := reach.blocked(_python_roots(), SANDBOX_UID, SANDBOX_UID):
+            raise SandboxUnavailable(unreachable(stopped))
     return Sandbox(mode=mode, bwrap=bwrap_path, bwrap_flags=flags, student_uid=student_uid, seccomp=use_seccomp,
                    cgroups=support,
                    missing=tuple(missing),
                    python_roots=_python_roots() if bwrap_path else ())
+
+
+GOING_ON = ("To grade anyway, knowingly: --sandbox partial (UNSAFE for untrusted code: every other layer this "
+            "machine has) or --sandbox off (rlimits only); the dashboard then says what student code could reach. "
+            "See docs/security.md.")
+
+
+def refusal(why: str) -> str:
+    """Why ``require`` refuses here: what is missing, the command that gives it on this system, the way on."""
+    return (f"refusing to run student code without the namespace layer (bubblewrap: a private view of the files, "
+            f"no network): {why}. {namespaces_fix(why)} {GOING_ON}")
+
+
+def namespaces_fix(why: str) -> str:
+    """The command that gives this system the namespace layer, as far as the machine tells."""
+    if not sys.platform.startswith("linux"):
+        return "On macOS and Windows, grade in a Linux virtual machine that has it (docs/security.md)."
+    sudo = "" if os.geteuid() == 0 else "sudo "
+    if "not installed" in why:
+        for tool, command in (("apt-get", "apt-get install bubblewrap"), ("dnf", "dnf install bubblewrap"),
+                              ("yum", "yum install bubblewrap"), ("zypper", "zypper install bubblewrap"),
+                              ("pacman", "pacman -S bubblewrap"), ("apk", "apk add bubblewrap")):
+            if shutil.which(tool):
+                also = " (or `make system-deps` in the grader's folder)" if tool == "apt-get" else ""
+                return f"Install it: {sudo}{command}{also}."
+        return "Install bubblewrap with this system's package manager."
+    for setting, good, fix in (
+            ("kernel/apparmor_restrict_unprivileged_userns", "0",
+             f"AppArmor forbids unprivileged user namespaces here (Ubuntu 23.10 and later): run the grader as root, "
+             f"or allow them with {sudo}sysctl kernel.apparmor_restrict_unprivileged_userns=0."),
+            ("kernel/unprivileged_userns_clone", "1",
+             f"This kernel forbids unprivileged user namespaces: {sudo}sysctl kernel.unprivileged_userns_clone=1."),
+            ("user/max_user_namespaces", None,
+             f"User namespaces are switched off: {sudo}sysctl user.max_user_namespaces=15000.")):
+        try:
+            value = Path("/proc/sys", setting).read_text().strip()
+        except OSError:
+            continue
+        if (good is not None and value != good and os.geteuid() != 0) or (good is None and value == "0"):
+            return fix
+    if Path("/.dockerenv").exists() or Path("/run/.containerenv").exists():
+        return ("This looks like a container, whose defaults refuse namespaces: grade on the host or in a virtual "
+                "machine.")
+    return "bubblewrap's own message above says what stopped it."
+
+
+def unreachable(stopped: list[reach.Blocked]) -> str:
+    """Why ``partial`` refuses as root without bubblewrap: the folders uid 65534 cannot get through."""
+    folders = "; ".join(b.describe() for b in stopped)
+    fixes = " and ".join(f"`{f}`" for f in dict.fromkeys(b.fix for b in stopped))
+    return (f"--sandbox partial without bubblewrap runs student code as uid {SANDBOX_UID} on this machine's files, "
+            f"and uid {SANDBOX_UID} cannot reach the Python runtime it imports from: {folders}. Correct code would "
+            f"fail there (a module not found), so nothing is graded. Let it through with {fixes} (to enter only, "
+            f"neither list nor read a folder above), or install bubblewrap and use the default --sandbox require, "
+            f"or --sandbox off (student code then runs as root).")
 
 
 def _can_switch_uid() -> bool:

@@ -97,7 +97,7 @@ class StudentProcess:
         self.limits = limits
         self.deadline = deadline
         self.sandbox = worker.sandbox if worker is not None else \
-            sandbox if sandbox is not None else isolation.detect("auto")
+            sandbox if sandbox is not None else isolation.detect()
         self.device = device
         self._own_worker = worker is None
         self.worker = worker if worker is not None else Worker(sandbox=self.sandbox, device=device, limits=limits)

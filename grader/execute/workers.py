@@ -363,7 +363,7 @@ class WorkerPool:
 
     def __init__(self, *, size: int, sandbox: Sandbox | None = None, device: str = "cpu",
                  limits: Limits | None = None) -> None:
-        self.sandbox = sandbox if sandbox is not None else isolation.detect("auto")
+        self.sandbox = sandbox if sandbox is not None else isolation.detect()
         self.device = device
         self.limits = limits or Limits()
         self._idle: queue.Queue[Worker] = queue.Queue()

@@ -235,7 +235,7 @@ def _solution(name: str, solutions_dir: Path) -> Any:
 
 
 def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir: Path = ASSIGNMENTS_DIR,
-              out_dir: Path = DIST_DIR, sandbox: str = "auto") -> Path:
+              out_dir: Path = DIST_DIR, sandbox: str = "require") -> Path:
     """Write ``out_dir/name/``: the assignment's student files and ``grader-kit/``; returns the folder."""
     from grader.pipeline.self_check import public_only
     from grader.pipeline.submission_run import grade_submission

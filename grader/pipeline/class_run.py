@@ -115,7 +115,7 @@ class RunChoices:
 
 def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
                 solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
-                limit_overrides: Sequence[str] = (), sandbox: str = "auto", layout: str = "auto",
+                limit_overrides: Sequence[str] = (), sandbox: str = "require", layout: str = "auto",
                 progress: Progress | None = None, planned: Planned | None = None,
                 late: LateOverride | None = None, students: Sequence[str] = (),
                 scheduler: str | None = None, job_processes: bool | None = None,
@@ -145,7 +145,8 @@ def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: 
     settings = RunSettings(assignment=spec.name, root=submissions_dir,
                            solutions_dir=spec.folder.parent if spec.folder is not None else solutions_dir,
                            device=device, limits=limits, sandbox=layers.mode,
-                           fingerprint=grading_fingerprint(spec, device=device, limits=limits))
+                           fingerprint=grading_fingerprint(spec, device=device, limits=limits),
+                           exposed=layers.exposure())
     choices = RunChoices(rule, force=force, students=students, jobs=jobs, scheduler=scheduler,
                          job_processes=job_processes, handback=handback or Handback(), progress=progress,
                          planned=planned)
@@ -163,7 +164,7 @@ def _grade_locked(spec: Assignment, settings: RunSettings, found: Discovery, out
     with Gradebook(out.gradebook) as book, ExitStack() as stack:
         plan = plan_resume(found.submissions, book.stored(spec.name, summaries=True),
                            fingerprint=settings.fingerprint, root=settings.root, force=choices.force,
-                           only=choices.students)
+                           only=choices.students, exposed=settings.exposed)
         if choices.planned is not None:
             choices.planned(len(plan.to_grade), len(plan.reused))
         backend = choose_backend(spec, settings, pages, to_grade=len(plan.to_grade), jobs=choices.jobs,

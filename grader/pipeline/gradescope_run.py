@@ -28,6 +28,7 @@ from typing import Any
 import grader
 from grader.check.load import load_assignment
 from grader.discover.gradescope import find_submission, read_submission_metadata
+from grader.errors import SandboxUnavailable
 from grader.execute import isolation, lifetime
 from grader.files import write_text_atomic
 from grader.paths import SOLUTIONS_DIR
@@ -60,7 +61,7 @@ def _print_for_instructor(result: SubmissionResult) -> None:
 
 
 def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: Path = SOLUTIONS_DIR,
-                                sandbox: str = "auto", again: bool = True) -> dict[str, Any]:
+                                sandbox: str = "partial", again: bool = True) -> dict[str, Any]:
     """Grade ``root/submission`` for ``assignment`` and write ``root/results/results.json``; return what was written.
 
     Never raises for anything a submission or the grader does: results.json is always written. When the grader
@@ -81,6 +82,11 @@ def grade_gradescope_submission(*, root: Path, assignment: str, solutions_dir: P
         layers = isolation.detect(sandbox)
         print(f"grader {grader.__version__} from {Path(grader.__file__).parent}; {layers.describe()}", flush=True)
         result = grade_submission(submission=submission, assignment=spec, root=root / "submission", sandbox=layers)
+    except SandboxUnavailable as exc:  # this machine's, the same on a second try: said once, plainly
+        print(f"error: {exc.message}", flush=True)
+        again = False
+        result = grader_failed_result(submission, spec, root / "submission", detail=exc.message,
+                                      duration_s=round(time.monotonic() - started, 3))
     except Exception:
         traceback.print_exc()
         result = grader_failed_result(submission, spec, root / "submission", detail=traceback.format_exc(),

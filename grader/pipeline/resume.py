@@ -5,7 +5,10 @@ A stored result is reused when all of these hold, and the submission is graded o
 - the gradebook holds the whole result (not only its row: a gradebook from before results were stored holds none);
 - it was graded from a file with the same content (SHA-256), path and kind as the submission found now;
 - it was graded under the same grading fingerprint (solutions files, grader version, device, torch and NumPy);
-- it is not an internal grader error, for the submission or for any check.
+- it is not an internal grader error, for the submission or for any check;
+- it was not graded with less isolation than this run has: a result graded where a sandbox layer was missing (what
+  student code could reach then, ``SubmissionResult.exposed``) is graded again once that layer is there, since
+  its code could have read what a protected run hides (the solutions, say).
 
 ``force`` reuses nothing. Students with a stored result but no submission now are listed, never deleted.
 
@@ -52,7 +55,9 @@ def _sha256(path: Path) -> str | None:
         return None  # graded, and the result says why it could not be read
 
 
-def reusable(submission: Submission, stored: StoredResult | None, *, fingerprint: str, root: Path) -> bool:
+def reusable(submission: Submission, stored: StoredResult | None, *, fingerprint: str, root: Path,
+             exposed: str = "") -> bool:
+    """``exposed``: what student code could reach in this run (``Sandbox.exposure``; "" when nothing is missing)."""
     if stored is None or stored.result is None:
         return False
     result = stored.result
@@ -63,11 +68,12 @@ def reusable(submission: Submission, stored: StoredResult | None, *, fingerprint
             and result.kind == submission.kind
             and result.student == submission.student
             and not submission.problem  # a link out of the folder or a named pipe: never read (a pipe would hang)
+            and result.exposed in ("", exposed)
             and stored.sha256 == result.sha256 == _sha256(submission.path))
 
 
 def plan_resume(submissions: Sequence[Submission], stored: Mapping[str, StoredResult], *, fingerprint: str,
-                root: Path, force: bool = False, only: Collection[str] = ()) -> ResumePlan:
+                root: Path, force: bool = False, only: Collection[str] = (), exposed: str = "") -> ResumePlan:
     to_grade, reused, held_back = [], [], []
     for submission in submissions:
         previous = stored.get(submission.student)
@@ -75,9 +81,10 @@ def plan_resume(submissions: Sequence[Submission], stored: Mapping[str, StoredRe
         if only and submission.student not in only:
             if kept is not None:
                 reused.append(kept)
-            if not reusable(submission, previous, fingerprint=fingerprint, root=root):
+            if not reusable(submission, previous, fingerprint=fingerprint, root=root, exposed=exposed):
                 held_back.append(submission.student)
-        elif only or force or kept is None or not reusable(submission, previous, fingerprint=fingerprint, root=root):
+        elif only or force or kept is None or not reusable(submission, previous, fingerprint=fingerprint, root=root,
+                                                           exposed=exposed):
             to_grade.append(submission)
         else:
             reused.append(kept)

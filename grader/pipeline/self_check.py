@@ -76,7 +76,7 @@ def _which(submission: Submission, solutions_dir: Path) -> str:
 
 
 def check_submission(*, path: Path, out_dir: Path, assignment: str | None = None,
-                     solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", sandbox: str = "auto",
+                     solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", sandbox: str = "require",
                      limit_overrides: Sequence[str] = ()) -> SelfCheck:
     """Run the public checks of ``assignment`` (inferred from the file when None) on the file at ``path``, and write
     the student's page to ``out_dir/<student>/report.html``."""

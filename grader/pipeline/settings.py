@@ -24,8 +24,11 @@ class RunSettings:
     root: Path  # the submissions folder, which results name files relative to
     device: str
     limits: Limits  # the assignment's, with the run's --limit overrides
-    sandbox: str  # the isolation mode (auto, require, off); each machine detects its own layers for it
+    sandbox: str  # the isolation mode (require, partial, off); each machine detects its own layers for it
     fingerprint: str  # grading_fingerprint of the above and the solutions' files (fingerprint.py)
+    # What student code could reach on this machine for want of a sandbox layer (Sandbox.exposure; "" when nothing
+    # is missing): a result graded with less isolation than this is graded again.
+    exposed: str = ""
 
 
 @dataclass(frozen=True)

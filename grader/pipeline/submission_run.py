@@ -22,6 +22,7 @@ from grader.pipeline.resume import source_of
 from grader.pipeline.settings import RunSettings
 from grader.pipeline.stage_times import StageClock
 from grader.results import (
+    EXPOSED,
     GRADED,
     INTERNAL,
     INVALID,
@@ -109,7 +110,7 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
     """``worker``: the warm worker (a pool's) that forks the student's process; without one, a worker is started for
     this submission alone (a fresh interpreter: about 1.5 s more). ``clock`` adds up the time of each stage."""
     limits = limits or assignment.limits
-    sandbox = worker.sandbox if worker is not None else sandbox if sandbox is not None else isolation.detect("auto")
+    sandbox = worker.sandbox if worker is not None else sandbox if sandbox is not None else isolation.detect()
     own_worker = worker is None
     started = time.monotonic()
     graded_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -160,6 +161,9 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
         environment["rlimits"] = ", ".join(runner.hello.get("rlimits", [])) or "none"
         if runner.sandbox is not None:
             environment["sandbox"] = runner.sandbox.summary()
+            environment["sandbox_mode"] = runner.sandbox.mode
+            if exposed := runner.sandbox.exposure():
+                environment[EXPOSED] = exposed  # the instructor's pages say it; never the student's
         if runner.restarts:
             notes.append(f"your code was started again {runner.restarts} time(s) after it hung or crashed")
         if raw.strip():

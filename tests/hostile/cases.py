@@ -339,6 +339,43 @@ CASES = [
              print("secrets found:", len(found))
              '''),
          mentions=("secrets found: 0",), absent=("FOUND-SECRET",), namespaces_only=True),
+    Case("steal_the_reference", "walks the filesystem for a folder named solutions and grades itself with the "
+         "masked_softmax it finds there; its own is wrong (all zeros), so q1 scores only where nothing is found",
+         solution(before='''
+             import glob
+             import importlib.util
+             import numpy as np
+
+             def _solutions():
+                 found = glob.glob("{PROJECT}/solutions/*/reference_numpy.py")
+                 for top, folders, _ in ([] if found else os.walk("/")):
+                     folders[:] = [f for f in folders if f not in ("proc", "sys", "dev", "usr", ".git", ".venv")]
+                     if top.count(os.sep) >= 6:
+                         folders[:] = []
+                     if os.path.basename(top) == "solutions":
+                         found += glob.glob(os.path.join(top, "*", "reference_numpy.py"))
+                 return found
+
+             STOLEN = None
+             for _path in _solutions():
+                 try:
+                     _spec = importlib.util.spec_from_file_location("stolen", _path)
+                     _module = importlib.util.module_from_spec(_spec)
+                     _spec.loader.exec_module(_module)
+                 except Exception:
+                     continue
+                 if hasattr(_module, "masked_softmax"):
+                     print("STOLEN-FROM:", _path)
+                     STOLEN = _module.masked_softmax
+                     break
+             ''', masked_softmax='''
+             def masked_softmax(X, valid_lens):
+                 if STOLEN is None:
+                     return torch.zeros_like(X)
+                 lens = None if valid_lens is None else valid_lens.detach().cpu().numpy()
+                 return torch.as_tensor(STOLEN(X.detach().cpu().double().numpy(), lens), dtype=X.dtype)
+             '''),
+         lost=("q1",), absent=("STOLEN-FROM",), namespaces_only=True),
     Case("write_outputs", "tries to overwrite grades, the gradebook, reports and other submissions",
          solution(before='''
              import sqlite3

@@ -24,25 +24,12 @@ import pytest
 
 from tests.conftest import ROOT, SAMPLES
 from tests.hostile.cases import CASES
+from tests.no_bubblewrap import path_without_bubblewrap
 
 pytestmark = pytest.mark.slow
 
 STEALER = next(c for c in CASES if c.name == "steal_the_reference")
 LIMITS = ("unit_seconds=10", "call_seconds=5", "submission_seconds=120")
-
-
-def path_without_bubblewrap(folder: Path) -> str:
-    """A PATH holding every command of this one but ``bwrap``: links in ``folder``, so that the package manager the
-    refusal names is the machine's own."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        if not os.path.isdir(directory):
-            continue
-        for entry in os.scandir(directory):
-            target = folder / entry.name
-            if entry.name != "bwrap" and not target.exists() and os.access(entry.path, os.X_OK):
-                target.symlink_to(entry.path)
-    return str(folder)
 
 
 def write_class(folder: Path) -> None:

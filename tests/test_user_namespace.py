@@ -14,11 +14,9 @@ others may not enter (root's home, 0700, holding pyenv) is replaced by a tmpfs t
 from __future__ import annotations
 
 import csv
-import itertools
 import os
 import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -30,6 +28,7 @@ import pytest
 
 from tests.conftest import ROOT, SAMPLES
 from tests.hostile.cases import CASES, Case, solution
+from tests.open_the_way import opening_script
 from tests.test_hostile import assert_points, report_as_read, student_results, write_cases
 
 pytestmark = pytest.mark.slow
@@ -49,29 +48,9 @@ WITNESS_CASE = Case("witness", "correct; prints the niceness and CPU limit it in
                     solution(before=WITNESS), mentions=("niceness 0",))
 
 
-def _blocked_folders(paths: list[Path]) -> list[tuple[Path, set[str]]]:
-    """The folders on the way to ``paths`` that others may not enter, outermost first, each with the names under
-    it that lead on."""
-    blocked: dict[Path, set[str]] = {}
-    for path in paths:
-        chain = [*reversed(path.parents), path]
-        for folder, inner in itertools.pairwise(chain):
-            if not folder.stat().st_mode & stat.S_IXOTH:
-                blocked.setdefault(folder, set()).add(inner.name)
-    return sorted(blocked.items(), key=lambda item: len(item[0].parts))
-
-
 def _as_nobody(argv: list[str], *, visible: list[Path], home: Path) -> list[str]:
     """``argv`` run as uid 65534 in a mount namespace of its own where ``visible`` can be reached (root only)."""
-    script = ["set -e", 'stash=$(mktemp -d)']
-    for index, (folder, names) in enumerate(_blocked_folders(visible)):
-        hidden = f'"$stash/{index}"'
-        script += [f"mkdir {hidden}", f"mount --bind {shlex.quote(str(folder))} {hidden}",
-                   f"mount -t tmpfs -o mode=0755,size=1m none {shlex.quote(str(folder))}"]
-        for name in sorted(names):
-            inside, origin = shlex.quote(str(folder / name)), f'{hidden}/{shlex.quote(name)}'
-            script += [f"if [ -d {origin} ]; then mkdir {inside}; else touch {inside}; fi",
-                       f"mount --bind {origin} {inside}"]
+    script = ["set -e", *opening_script(visible)]
     drop = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
             "env", "-i", f"HOME={home}", f"PATH={os.defpath}", "LANG=C.UTF-8"]
     script.append("exec " + shlex.join([*drop, *argv]))
@@ -106,7 +85,7 @@ def workspace() -> Iterator[Path]:
         os.chown(work, NOBODY, NOBODY)
     try:
         probe = subprocess.run(_command(work, [sys.executable, "-c", "from grader.execute import isolation; "
-                                               "print(isolation.detect('auto').describe())"]),
+                                               "print(isolation.detect('require').describe())"]),
                                capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
         if "user namespace" not in probe.stdout:
             pytest.skip(f"no user-namespace layout for a non-root grader here: {(probe.stdout + probe.stderr)[-500:]}")

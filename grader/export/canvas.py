@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from grader.containment import containment
 from grader.csv_cells import csv_rows, csv_text
 from grader.discover.canvas import canvas_late
 from grader.discover.finder import Submission
@@ -216,6 +217,8 @@ def write_canvas_exports(out_dir: Path, submissions: Sequence[Submission], resul
     folder.mkdir(parents=True, exist_ok=True)
     by_student = {s.student: s for s in submissions}
     lines = ["Canvas exports of this run (see the grader's README, \"Grading your class\").", ""]
+    if warning := containment(results).warning():
+        lines += [warning, ""]
 
     # Grades: Canvas's user id is the student id a Canvas download gives; anything else cannot be matched.
     scores: dict[str, float] = {}

@@ -62,30 +62,6 @@ class ClassStats:
     misconceptions: tuple[MisconceptionStats, ...] = ()  # most students first
 
 
-@dataclass(frozen=True)
-class Isolation:
-    """What contained the class's code as each submission was graded (results reused from an earlier run keep the
-    layers of theirs): each set of layers and each exposure, with how many submissions it was."""
-
-    layers: tuple[tuple[str, int], ...]  # the sandbox's layers (Sandbox.summary) -> submissions
-    exposed: tuple[tuple[str, int], ...]  # what student code could reach (Sandbox.exposure) -> submissions
-    modes: tuple[str, ...]  # the --sandbox modes the results were graded under
-    ran: int  # submissions whose code ran at all (the others have no sandbox to speak of)
-
-    @property
-    def exposed_count(self) -> int:
-        return sum(count for _, count in self.exposed)
-
-
-def isolation(results: Sequence[SubmissionResult]) -> Isolation:
-    environments = [dict(r.environment) for r in results]
-    ran = [e for e in environments if "sandbox" in e]
-    layers = Counter(e["sandbox"] for e in ran)
-    exposed = Counter(r.exposed for r in results if r.exposed)
-    modes = tuple(sorted({e["sandbox_mode"] for e in ran if "sandbox_mode" in e}))
-    return Isolation(tuple(layers.most_common()), tuple(exposed.most_common()), modes, len(ran))
-
-
 def class_stats(results: Sequence[SubmissionResult], max_score: float) -> ClassStats:
     ran = [r for r in results if r.status == GRADED]
     scores = [r.score for r in ran]

@@ -21,11 +21,12 @@ import jinja2
 from markupsafe import Markup
 
 from grader import points
+from grader.containment import containment
 from grader.discover import Submission
 from grader.discover.inventory import fates
 from grader.names import file_name, readable
 from grader.paths import TEMPLATES_DIR
-from grader.report.dashboard import class_stats, histogram_svg, isolation, written_stats
+from grader.report.dashboard import class_stats, histogram_svg, written_stats
 from grader.report.heatmap import exact, heatmap_figure
 from grader.report.notebook import clip, highlight_css, notebook_section
 from grader.report.summary import CHOICES_HEADING
@@ -135,7 +136,8 @@ def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped
                    failed=[r for r in ordered if r.status != GRADED],
                    question_ids=[q.id for q in stats.questions], script=script, csp=csp,
                    written=written_stats(ordered), dated=any(r.late is not None for r in ordered),
-                   similarity=similarity, accounting=accounting, fates=fates, isolation=isolation(ordered))
+                   similarity=similarity, accounting=accounting, fates=fates,
+                   isolation=containment(ordered))
 
 
 def render_similar_pair(pair: Pair, source_a: str, source_b: str, *, title: str, threshold: float) -> str:

@@ -76,10 +76,19 @@ class SandboxUnavailable(ConfigurationError):
     exit_code = 6
 
 
+class GradebookDamaged(ConfigurationError):
+    """OUT/gradebook.sqlite is not a database SQLite can read (overwritten, cut short, another file saved over it):
+    nothing more is read or written, and the message names the file and how to start again from a fresh one."""
+
+    exit_code = 7
+
+
 class InfrastructureError(GraderError):
     """The grader could not do its job on this machine (cannot start Python, a worker that will not start, ...)."""
 
     exit_code = 3
+
+
 
 
 class GradesNotPlaced(GraderError):

@@ -106,13 +106,13 @@ class Adjustments:
         problems: list[str] = []
         if self.review.imported:
             summary.append(f"{self.review.imported} mark(s) of {self.manual.path.name} brought into the gradebook")
-        problems += self.review.problems
         overridden = sum(1 for r in results for q in r.questions for c in q.checks if c.override is not None)
         if overridden:
             summary.append(f"{overridden} check score(s) overridden in the review app (grader review), each with "
                            "its reason on the student's page")
         if self.assignment.written:
-            problems += self.manual.rewrite(results, missing, marks=self.review.sheet_cells)
+            problems += self.manual.rewrite(results, missing, marks=self.review.sheet_cells,
+                                            typed_over=self.review.row_problem)
             marks = [m for r in results for m in r.manual if m.max_score]
             if marks:
                 marked = sum(1 for m in marks if m.state == MARKED)

@@ -110,11 +110,13 @@ class ManualSheet:
         return ManualMark(question.id, question.points, points, comment, MARKED)
 
     def rewrite(self, results: Sequence[SubmissionResult], missing: Sequence[str] = (),
-                marks: Callable[[str, str, float], dict[str, str] | None] = lambda *_: None) -> list[str]:
+                marks: Callable[[str, str, float], dict[str, str] | None] = lambda *_: None,
+                typed_over: Callable[[str, str, ManualMark], str] = lambda *_: "") -> list[str]:
         """Write manual.csv for the class in ``results`` (whose ``manual`` marks came from ``mark``, or from the
         gradebook: ``marks(student, question, maximum)`` gives such a mark's cells, which the row then shows),
-        keeping every mark the instructor typed; return the problems to report, each naming its row in the new
-        file."""
+        keeping every mark the instructor typed; return the problems to report, one at most per row, each naming
+        its row in the new file. ``typed_over(student, question, mark)``: why points the row typed over the
+        gradebook's mark did not count (grader/adjust/review_marks.py), said instead of the mark's own problem."""
         if self.unreadable:
             return [f"{self.path} could not be read ({self.unreadable}): it is left as it is and no manual points "
                     "are counted; fix it, or move it away to have a new one written"]
@@ -147,7 +149,8 @@ class ManualSheet:
                     cells.update(stored)
                 cells.update(student=result.student, question=question.id, max_points=f"{shown(question.points)}",
                              answer=excerpt(answer), status=_status(mark, answer))
-                add(cells, mark.problem if mark.state in (CHANGED, REJECTED) else "")
+                add(cells, typed_over(result.student, question.id, mark)
+                    or (mark.problem if mark.state in (CHANGED, REJECTED) else ""))
         add_leftovers = [r for r in (self.sheet.rows if self.sheet else ()) if r.number not in used]
         students = {r.student for r in results}
         questions = {q.id for q in self.written}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import errno
 import signal
+import sqlite3
 import sys
 import traceback
 from collections.abc import Sequence
@@ -19,6 +20,8 @@ from grader import __version__
 from grader.cli import assign, check, grade, gradescope, kit, new, review
 from grader.cli.signals import stopped_by_signals
 from grader.errors import GraderError, InfrastructureError
+from grader.record.gradebook import damaged, is_damage
+from grader.record.output import GRADEBOOK
 from grader.stack_dump import stacks_on_request
 from grader.storage import FULL, QUOTA, READ_ONLY, Refused
 
@@ -65,6 +68,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         refused = Refused(Path(exc.filename or "?"), REFUSED_ANYWHERE[exc.errno])
         print(f"error: {refused.message}", file=sys.stderr)
         return refused.exit_code
+    except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            return _failed(exc)
+        # Damage found past the gradebook's opening check (written over while the command ran): said as that check
+        # says it, of the gradebook of the command's --out.
+        broken = damaged(Path(getattr(args, "out", None) or ".") / GRADEBOOK, exc)
+        print(f"error: {broken.message}", file=sys.stderr)
+        return broken.exit_code
     except Exception as exc:
         return _failed(exc)
 

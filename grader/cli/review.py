@@ -21,7 +21,9 @@ def _review(args: argparse.Namespace) -> int:
     if args.host not in LOCAL:
         print(f"warning: serving on {args.host}: anyone who can reach this machine and has the link below can "
               "change marks (the link's token is the only guard; use it on a network you trust)", file=sys.stderr)
-    print(f"Marking {assignment.name} from {Path(args.out).resolve()}: open\n    {review.url}\n"
+    links = "\n".join(f"    {url}" for url in review.urls or (review.url,))
+    where = " (on another machine, the link with this machine's address on its network)" if len(review.urls) > 1 else ""
+    print(f"Marking {assignment.name} from {Path(args.out).resolve()}: open{where}\n{links}\n"
           "(Ctrl-C stops; every mark is saved as it is made. Run `grader grade` again to put them in grades.csv, "
           "the students' pages and the exports.)", flush=True)
     try:

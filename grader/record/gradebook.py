@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.errors import ConfigurationError
+from grader.errors import ConfigurationError, GradebookDamaged
 from grader.record.result_json import ResultFormatError, result_from_json, result_to_json
 from grader.results import SubmissionResult
 from grader.storage import storing
@@ -89,6 +89,37 @@ def _parse(text: str | None) -> SubmissionResult | None:
         return None
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite refused a file because it is not a database it can read, SQLITE_NOTADB ("file is not a
+    database") or SQLITE_CORRUPT and its kinds ("database disk image is malformed"), as opposed to a busy or a full
+    one."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return isinstance(exc, sqlite3.DatabaseError) and (name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT"))
+
+
+def damaged(path: Path, exc: BaseException) -> GradebookDamaged:
+    """What to tell the instructor about a gradebook SQLite cannot read: the file, what is wrong, what to do."""
+    why = " ".join(str(exc).split())[:200]  # one line, whatever SQLite's report holds
+    return GradebookDamaged(
+        f"{path} is damaged, not a gradebook SQLite can read ({why}): move it aside (mv {path} {path}.damaged) and run "
+        "`grader grade` again, which builds a new one but without the marks and overrides made in the browser "
+        "(grader review); keep the moved file as a backup")
+
+
+def check_readable(connection: sqlite3.Connection, path: Path) -> None:
+    """``GradebookDamaged`` when the file at ``path`` is not a whole SQLite database. quick_check reads every page
+    once (milliseconds for a class's gradebook), so damage is found when the gradebook is opened, not in the middle of
+    a run."""
+    try:
+        (verdict,) = connection.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if is_damage(exc):
+            raise damaged(path, exc) from exc
+        raise
+    if verdict != "ok":  # "*** in database main ***\nPage 2: btreeInitPage() returns error code 11"
+        raise damaged(path, verdict.splitlines()[-1])
+
+
 @contextmanager
 def write_transaction(connection: sqlite3.Connection, path: Path) -> Iterator[sqlite3.Connection]:
     """One write transaction on the gradebook at ``path`` (``connection`` in autocommit mode), taken at once: rolled
@@ -115,9 +146,12 @@ class Gradebook:
             with storing(path):
                 self.connection.execute("PRAGMA journal_mode = WAL")
                 self.connection.execute("PRAGMA foreign_keys = ON")
+                check_readable(self.connection, path)
                 self._migrate()
         except BaseException as exc:
             self.connection.close()
+            if is_damage(exc):
+                raise damaged(path, exc) from exc
             if isinstance(exc, sqlite3.DatabaseError):
                 raise ConfigurationError(f"{path} is not a gradebook this grader can open ({exc}); "
                                          "move it away or grade into another --out folder") from exc

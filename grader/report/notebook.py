@@ -96,11 +96,21 @@ _PLAIN_TAG = re.compile(r'<(?:/?(?:a|p|h[1-6]|em|strong|b|i|code|pre|span|div|ul
                         r'tr|th|td|sub|sup|del|s|kbd|dl|dt|dd)(?: class="[\w\- :]*")?|br ?/?|hr ?/?)>')
 
 
+# Elements whose content the HTML parser reads as raw text up to their end tag (style, script, textarea, title, ...;
+# plaintext to the end of the document). Left unclosed in an answer, one makes the rest of the answer its content,
+# which the cleaner then shows as one run of unrendered text or, in a table, drops without a word. None of them is
+# allowed, so each is shown as text anyway: escaped before the parse, it never changes how what follows is read.
+_RAW_TEXT_TAG = re.compile(r"<(?=/?(?:style|script|textarea|title|xmp|noscript|iframe|noembed|noframes|plaintext)"
+                           r"(?:[\s/>]|$))", re.IGNORECASE)
+
+
 def safe_html(html: str) -> str:
     """HTML from a student's notebook that cannot run, load or link anything (see the module's docstring)."""
     if html.count("<") == len(_PLAIN_TAG.findall(html)):  # every tag is a plain one
         return html
-    return _cleaner().clean(html)
+    # In a <div>: text and elements the parser moves out of an unclosed <table> ("foster parenting") go before the
+    # table, into its parent; at the top of a fragment, html5lib (bleach's parser) has none and drops them.
+    return _cleaner().clean(f"<div>{_RAW_TEXT_TAG.sub('&lt;', html)}</div>")
 
 
 @cache

@@ -2,11 +2,17 @@
 points overridden with a reason (a regrade request). A Flask app over the gradebook (grader/review/store.py).
 
 Safe by default: every request must carry the token printed in the URL, once (it is then kept in a cookie that
-never leaves this site: HttpOnly, SameSite=Strict); a request for another host name is refused (a web page cannot
-reach the app through a name it controls); every change is a JSON POST that carries the page's own CSRF token in a
-header, which no other site's page can send; pages forbid every script, style and load but the app's own
-(Content-Security-Policy). Student text is escaped by the templates, and answers are markdown cleaned as on the
-instructor's page; no student code runs.
+never leaves this site: HttpOnly, SameSite=Strict, named for this app and sent only under its own path, see
+server.py); a request for another host name is refused (a web page cannot reach the app through a name it controls);
+every change is a JSON POST that carries the page's own CSRF token in a header, which no other site's page can send;
+pages forbid every script, style and load but the app's own (Content-Security-Policy). Student text is escaped by the
+templates, and answers are markdown cleaned as on the instructor's page; no student code runs.
+
+Every request is answered with what it asked or a short reason: a malformed body or field is a 400 (fields.py), a
+gradebook another program holds locked a 503 after about a second (``REVIEW_BUSY_TIMEOUT_S``), never a traceback.
+The class may be graded again while the app is open: each request compares the gradebook's grading of the class
+with the one the app read (a few short columns), and reads the answers again when it changed; a mark is saved only
+for the answer its page showed.
 """
 
 from __future__ import annotations
@@ -14,25 +20,40 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
+import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from flask import Flask, Response, abort, g, redirect, render_template, request, url_for
 from markupsafe import Markup
+from werkzeug.exceptions import HTTPException
 
 from grader.adjust.manual import answer_hash
 from grader.check.spec import Assignment, WrittenQuestion
 from grader.points import shown
 from grader.record.gradebook import Gradebook, stored_result
 from grader.record.output import ACCOUNTING, GRADEBOOK
+from grader.record.result_json import ResultFormatError, result_from_json
 from grader.report.heatmap import heatmap_svg, value_range
 from grader.results import SubmissionResult
+from grader.review import fields
 from grader.review.answers import answer_view
-from grader.review.store import Conflict, Mark, MarkingStore, ReviewError, mark_points
+from grader.review.fields import Malformed
+from grader.review.store import Conflict, Mark, MarkingStore, ReviewError, is_busy, mark_points
 
 COOKIE = "grader_review"
+OUTSIDE = "grader.review.outside"  # set by the server on a request for a path outside the app's own
+# How long a save waits for a write lock another program holds (`grader grade` writes a student in milliseconds):
+# then the marker is told the gradebook is busy, rather than left waiting.
+REVIEW_BUSY_TIMEOUT_S = 1.0
+BUSY = ("the gradebook is busy: another program (`grader grade`, a script) is writing to it; nothing was saved, try "
+        "again in a moment")
+ANSWER_CHANGED = ("the answer changed since this page was drawn (the class was graded again): reload the page to "
+                  "read it; your mark was not saved")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 
@@ -43,6 +64,9 @@ class Settings:
     assignment: Assignment
     token: str
     hosts: frozenset[str]  # the Host headers accepted ("127.0.0.1:8123", "localhost:8123")
+    prefix: str = ""  # the path the app is served under ("/r/<random>", server.py): its cookie's path
+    cookie: str = COOKIE  # the token cookie's name (server.py: named after the port)
+    busy_timeout_s: float = REVIEW_BUSY_TIMEOUT_S
 
 
 def _submissions(out_dir: Path) -> Path | None:
@@ -54,19 +78,60 @@ def _submissions(out_dir: Path) -> Path | None:
     return Path(folder) if isinstance(folder, str) and Path(folder).is_dir() else None
 
 
+def _grading(db: sqlite3.Connection, assignment: str) -> dict[str, tuple[str, str, str]]:
+    """What says whether a student was graded again: their file's hash, the grading and its time, by student (short
+    columns, read in well under a millisecond for a large class)."""
+    return {student: (sha256, fingerprint, graded_at) for student, sha256, fingerprint, graded_at in db.execute(
+        "SELECT student, sha256, fingerprint, graded_at FROM submissions WHERE assignment = ?", (assignment,))}
+
+
+def _answer_hashes(db: sqlite3.Connection, assignment: str, students: list[str]) -> dict[str, dict[str, str]]:
+    """The hashes of these students' answers, from their stored results (one that no longer reads has none)."""
+    hashes = {}
+    for student in students:
+        row = db.execute("SELECT result_json FROM submissions WHERE assignment = ? AND student = ?",
+                         (assignment, student)).fetchone()
+        try:
+            result = result_from_json(row[0]) if row is not None and row[0] is not None else None
+        except (ResultFormatError, TypeError, ValueError):
+            result = None
+        hashes[student] = {a.id: answer_hash(a.text) for a in result.answers} if result is not None else {}
+    return hashes
+
+
 class Class:
-    """The class as graded: its students in a fixed order (by id), and their stored results, read when asked."""
+    """The class as graded: its students in a fixed order (by id; a student graded later is added at the end, so a
+    page's index keeps its student), the hashes of their answers, and their stored results, read when asked."""
 
     def __init__(self, out_dir: Path, assignment: Assignment) -> None:
         self.out_dir = out_dir
         self.assignment = assignment
         with Gradebook(out_dir / GRADEBOOK) as book:
-            stored = book.stored(assignment.name, summaries=True)
-        self.students = sorted(stored)
+            self.graded = _grading(book.connection, assignment.name)
+            self.answer_hashes = _answer_hashes(book.connection, assignment.name, sorted(self.graded))
+        self.students = sorted(self.graded)
         self.index = {student: i for i, student in enumerate(self.students)}
-        self.answer_hashes = {s: {a.id: answer_hash(a.text) for a in r.result.answers}
-                              for s, r in stored.items() if r.result is not None}
         self.submissions = _submissions(out_dir)
+        self._refreshing = threading.Lock()
+
+    def refresh(self, db: sqlite3.Connection) -> None:
+        """Read again the answers of the students graded since they were read (`grader grade` while the app is open:
+        it records one student at a time, so each is read once)."""
+        if _grading(db, self.assignment.name) == self.graded:
+            return
+        with self._refreshing:
+            graded = _grading(db, self.assignment.name)
+            again = sorted(s for s, grading in graded.items() if self.graded.get(s) != grading)
+            if again:  # none: another request read them meanwhile
+                self.answer_hashes = {**self.answer_hashes, **_answer_hashes(db, self.assignment.name, again)}
+            added = sorted(set(graded) - set(self.index))
+            self.index = {**self.index, **{s: len(self.students) + i for i, s in enumerate(added)}}
+            self.students = [*self.students, *added]
+            self.graded = graded
+
+    def answer(self, student: str, question: str) -> str:
+        """The hash of the student's answer as graded last (of an empty one when they gave none)."""
+        return self.answer_hashes.get(student, {}).get(question, answer_hash(""))
 
     def result(self, student: str) -> SubmissionResult | None:
         return stored_result(self.out_dir / GRADEBOOK, self.assignment.name, student)
@@ -100,20 +165,24 @@ def create_app(settings: Settings) -> Flask:
     def guard() -> Response | None:
         if request.host not in settings.hosts:
             abort(400, "this app answers only at the address it printed")
+        if request.environ.get(OUTSIDE):
+            abort(404, "open the link `grader review` printed: this app answers only under its own address")
         given = request.args.get("token")
-        if given is not None and hmac.compare_digest(given, settings.token):
+        if given is not None and _same(given, settings.token):
             # The token is kept in a cookie and taken out of the address (and so out of the history).
-            args = {k: v for k, v in request.args.items() if k != "token"}
-            response = redirect(url_for(request.endpoint or "overview", **(request.view_args or {}), **args))
-            response.set_cookie(COOKIE, settings.token, httponly=True, samesite="Strict", path="/")
+            query = urlencode([(k, v) for k, v in request.args.items(multi=True) if k != "token"])
+            response = redirect(quote(request.script_root + request.path) + (f"?{query}" if query else ""))
+            response.set_cookie(settings.cookie, settings.token, httponly=True, samesite="Strict",
+                                path=settings.prefix or "/")
             return response
-        if not hmac.compare_digest(request.cookies.get(COOKIE, ""), settings.token):
+        if not _same(request.cookies.get(settings.cookie, ""), settings.token):
             abort(403, "open the link `grader review` printed: it carries the token this app asks for")
         if request.method == "POST":
             sent = request.headers.get("X-CSRF-Token", "")
-            if not hmac.compare_digest(sent, csrf) or not request.is_json:
+            if not _same(sent, csrf) or not request.is_json:
                 abort(403, "a change must come from this app's own pages")
-        g.store = MarkingStore(store_path, spec.name)
+        g.store = MarkingStore(store_path, spec.name, busy_timeout_s=settings.busy_timeout_s)
+        roster.refresh(g.store.connection)
         return None
 
     @app.teardown_request
@@ -135,11 +204,19 @@ def create_app(settings: Settings) -> Flask:
             response.headers["Cache-Control"] = "no-store"
         return response
 
-    @app.errorhandler(400)
-    @app.errorhandler(403)
-    @app.errorhandler(404)
-    def refused(error: Any) -> tuple[str, int]:
-        return render_template("refused.html", code=error.code, message=error.description), error.code
+    @app.errorhandler(HTTPException)
+    def refused(error: HTTPException) -> Response:
+        return _refusal(error.code or 500, error.description or error.name)
+
+    @app.errorhandler(Malformed)
+    def malformed(error: Malformed) -> Response:
+        return _refusal(400, str(error))
+
+    @app.errorhandler(sqlite3.OperationalError)
+    def busy(error: sqlite3.OperationalError) -> Response:
+        if not is_busy(error):
+            raise error
+        return _refusal(503, BUSY)
 
     def marked_count(question: WrittenQuestion, marks: dict[tuple[str, str], Mark]) -> int:
         return sum(1 for s in roster.students if _counts(marks.get((s, question.id)),
@@ -172,13 +249,14 @@ def create_app(settings: Settings) -> Flask:
         marks = g.store.marks(qid)
         mark = marks.get((student, qid))
         view = answer_view(result, qid, roster.submissions)
-        current = roster.answer_hashes.get(student, {}).get(qid, answer_hash(""))
+        current = roster.answer(student, qid)
+        changed = bool(mark and mark.answer_sha256 != current)  # that mark was given to an earlier answer
         data = {"question": qid, "student": student if not _anonymous() else None, "index": index,
                 "count": len(roster.students),
                 "max": question.points, "answer_sha256": current, "csrf": csrf,
                 "rubric": [asdict(item) for item in rubric.values()],
                 "mark": asdict(mark) if mark else None,
-                "changed": bool(mark and mark.answer_sha256 != current),
+                "changed": changed,
                 "next": url_for("mark_page", qid=qid, index=index + 1, **_anon())
                 if index + 1 < len(roster.students) else None,
                 "previous": url_for("mark_page", qid=qid, index=index - 1, **_anon()) if index else None,
@@ -186,39 +264,59 @@ def create_app(settings: Settings) -> Flask:
         return render_template(
             "mark.html", assignment=spec, question=question, index=index, count=len(roster.students),
             student=student, anonymous=_anonymous(), view=view, rubric=list(rubric.values()), mark=mark,
-            points=mark_points(mark, rubric, question.points) if mark else None,
+            changed=changed, whole_answer=url_for("answer_text", qid=qid, index=index),
+            points=mark_points(mark, rubric, question.points) if mark and not changed else None,
             marked=marked_count(question, marks), heatmaps=_heatmaps(result, question.about), data=data,
             toggle_names=url_for("mark_page", qid=qid, index=index, **({} if _anonymous() else {"anon": "1"})),
             csrf=csrf)
 
+    @app.get("/answer/<qid>/<int:index>")
+    def answer_text(qid: str, index: int) -> Response:
+        """The whole answer as plain text: what a long answer's marking page leaves out, and fast at any size."""
+        question_of(qid)
+        result = roster.result(student_at(index))
+        if result is None:
+            abort(404)
+        return Response(next((a.text for a in result.answers if a.id == qid), ""), mimetype="text/plain")
+
     @app.post("/api/mark")
     def save_mark() -> tuple[Response, int] | Response:
-        body = request.get_json(silent=True) or {}
-        question = question_of(str(body.get("question", "")))
-        student = str(body.get("student") or "")
-        if not student and isinstance(body.get("index"), int):
-            student = student_at(body["index"])
+        body = _body()
+        question = question_of(fields.text(body, "question"))
+        student = fields.text(body, "student")
+        index = fields.optional_whole(body, "index")
+        if not student and index is not None:
+            student = student_at(index)
         if student not in roster.index:
             abort(404)
+        items, adjustment = fields.wholes(body, "items"), fields.number(body, "adjustment")
+        comment, base_version, author = fields.text(body, "comment"), fields.whole(body, "base_version"), \
+            fields.text(body, "author")
+        shown_answer = fields.text(body, "answer_sha256")
+        if not shown_answer:
+            raise Malformed("answer_sha256 (the answer the page showed) is missing: reload the page")
+        current = roster.answer(student, question.id)
+        if shown_answer != current:  # graded again since the page was drawn: never a mark for an unread answer
+            return _json({"conflict": None, "answer_changed": True, "error": ANSWER_CHANGED}, 409), 409
         return _saved(lambda: g.store.save_mark(
-            question, student, items=[int(i) for i in body.get("items", [])],
-            adjustment=float(body.get("adjustment") or 0), comment=str(body.get("comment", "")),
-            answer_sha256=roster.answer_hashes.get(student, {}).get(question.id, answer_hash("")),
-            base_version=int(body.get("base_version", 0)), author=_author(body)),
+            question, student, items=items, adjustment=adjustment, comment=comment, answer_sha256=current,
+            base_version=base_version, author=_author(author)),
             lambda mark: {"mark": asdict(mark), "points": mark_points(mark, g.store.rubric(question.id),
                                                                       question.points),
                           "marked": marked_count(question, g.store.marks(question.id))})
 
     @app.post("/api/rubric")
     def save_rubric_item() -> tuple[Response, int] | Response:
-        body = request.get_json(silent=True) or {}
-        question = question_of(str(body.get("question", "")))
-        item_id = body.get("id")
+        body = _body()
+        question = question_of(fields.text(body, "question"))
+        item_id, title, points = fields.optional_whole(body, "id"), fields.text(body, "title"), \
+            fields.number(body, "points")
+        comment, base_version, author = fields.text(body, "comment"), fields.whole(body, "base_version"), \
+            fields.text(body, "author")
+        deleted = fields.flag(body, "deleted")
         return _saved(lambda: g.store.save_rubric_item(
-            question, item_id=int(item_id) if item_id is not None else None, title=str(body.get("title", "")),
-            points=float(body.get("points") or 0), comment=str(body.get("comment", "")),
-            base_version=int(body.get("base_version", 0)), author=_author(body),
-            deleted=bool(body.get("deleted", False))),
+            question, item_id=item_id, title=title, points=points, comment=comment, base_version=base_version,
+            author=_author(author), deleted=deleted),
             lambda item: {"item": asdict(item)})
 
     @app.get("/students")
@@ -246,23 +344,44 @@ def create_app(settings: Settings) -> Flask:
 
     @app.post("/api/override")
     def save_override() -> tuple[Response, int] | Response:
-        body = request.get_json(silent=True) or {}
-        student = str(body.get("student", ""))
+        body = _body()
+        student, check_id = fields.text(body, "student"), fields.text(body, "check_id")
         if student not in roster.index:
             abort(404)
         result = roster.result(student)
-        check = next((c for q in (result.questions if result else ()) for c in q.checks
-                      if c.check_id == body.get("check_id")), None)
+        check = next((c for q in (result.questions if result else ()) for c in q.checks if c.check_id == check_id),
+                     None)
         if check is None:
             abort(404)
-        points = body.get("points")
+        points, reason, base_version, author = fields.optional_number(body, "points"), fields.text(body, "reason"), \
+            fields.whole(body, "base_version"), fields.text(body, "author")
         maximum = check.max_score
         return _saved(lambda: g.store.save_override(
-            student, check.check_id, points=None if points in (None, "") else float(points), maximum=maximum,
-            reason=str(body.get("reason", "")), base_version=int(body.get("base_version", 0)), author=_author(body)),
+            student, check.check_id, points=points, maximum=maximum, reason=reason, base_version=base_version,
+            author=_author(author)),
             lambda override: {"override": asdict(override)})
 
     return app
+
+
+def _same(given: str, secret: str) -> bool:
+    """A constant-time comparison of what a request carries (any text: a cookie, a header, a query) with a secret."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), secret.encode("utf-8"))
+
+
+def _body() -> dict[str, Any]:
+    return fields.json_object(request.get_data(cache=False))
+
+
+def _json(answer: dict[str, Any], status: int) -> Response:
+    return Response(json.dumps(answer), status, mimetype="application/json")
+
+
+def _refusal(code: int, message: str) -> Response:
+    """A refusal: JSON for the pages' saves (the page shows the message), a short page otherwise."""
+    if request.path.startswith("/api/"):
+        return _json({"error": message}, code)
+    return Response(render_template("refused.html", code=code, message=message), code, mimetype="text/html")
 
 
 def _saved(save: Callable[[], Any], answer: Callable[[Any], dict[str, Any]]) -> tuple[Response, int] | Response:
@@ -272,15 +391,15 @@ def _saved(save: Callable[[], Any], answer: Callable[[Any], dict[str, Any]]) -> 
         stored = save()
     except Conflict as conflict:
         current = asdict(conflict.current) if conflict.current is not None else None
-        return Response(json.dumps({"conflict": current}), 409, mimetype="application/json"), 409
-    except (ReviewError, ValueError, TypeError) as exc:
-        return Response(json.dumps({"error": str(exc)}), 422, mimetype="application/json"), 422
-    return Response(json.dumps(answer(stored)), 200, mimetype="application/json")
+        return _json({"conflict": current}, 409), 409
+    except ReviewError as exc:
+        return _json({"error": str(exc)}, 422), 422
+    return _json(answer(stored), 200)
 
 
-def _author(body: dict[str, Any]) -> str:
+def _author(given: str) -> str:
     """Who saves (called inside ``_saved``, so a missing name is a 422 that says why)."""
-    author = " ".join(str(body.get("author", "")).split())[:80]
+    author = " ".join(given.split())[:80]
     if not author:
         raise ReviewError("say who you are (your name, at the top of the page): every change is kept with it")
     return author

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.check.spec import WrittenQuestion
-from grader.record.gradebook import write_transaction
+from grader.record.gradebook import damaged, is_damage, write_transaction
 from grader.storage import storing
 
-BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_S = 30.0  # a run's import waits this long for a write lock (another run, the review app)
 RUBRIC = "id, question, origin, title, points, comment, position, version, deleted"
 MARK = "student, question, items, adjustment, comment, answer_sha256, author, saved_at, version"
 OVERRIDE = "student, check_id, points, reason, author, saved_at, version"
@@ -173,20 +173,28 @@ class MarkingStore:
     """One connection to the gradebook's review tables; safe to use from one thread at a time (the app opens one
     per request)."""
 
-    def __init__(self, path: Path, assignment: str) -> None:
+    def __init__(self, path: Path, assignment: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+        """``busy_timeout_s``: how long a write waits for another's lock before SQLite says "database is locked"."""
         self.path = path
         self.assignment = assignment
         with storing(path):
-            self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+            self.connection = sqlite3.connect(path, timeout=busy_timeout_s, isolation_level=None,
                                               check_same_thread=False)
-            self.connection.execute("PRAGMA journal_mode = WAL")
-            present = self.connection.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'review_changes_key'"
-                                              ).fetchone()[0]
-            if not present:  # the last statement of SCHEMA: made once, in one transaction
-                with self._transaction() as db:
-                    for statement in SCHEMA.split(";"):
-                        if statement.strip():
-                            db.execute(statement)
+        try:
+            with storing(path):
+                self.connection.execute("PRAGMA journal_mode = WAL")
+                present = self.connection.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = "
+                                                  "'review_changes_key'").fetchone()[0]
+                if not present:  # the last statement of SCHEMA: made once, in one transaction
+                    with self._transaction() as db:
+                        for statement in SCHEMA.split(";"):
+                            if statement.strip():
+                                db.execute(statement)
+        except BaseException as exc:
+            self.connection.close()
+            if is_damage(exc):
+                raise damaged(path, exc) from exc
+            raise
 
     def close(self) -> None:
         self.connection.close()
@@ -344,3 +352,9 @@ class MarkingStore:
 
 def _mark(row: tuple) -> Mark:
     return Mark(row[0], row[1], tuple(json.loads(row[2])), *row[3:])
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether SQLite gave up waiting for another connection's lock ("database is locked")."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    return isinstance(exc, sqlite3.OperationalError) and name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))

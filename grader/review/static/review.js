@@ -39,13 +39,9 @@ function markingPage(data) {
   let version = data.mark ? data.mark.version : 0;
   let saving = Promise.resolve();
 
-  if (data.changed) {
-    state.textContent = "The answer changed since it was marked: save again to mark it as it is now";
-  }
-
   function current() {
     return {
-      question: data.question, index: data.index, base_version: version,
+      question: data.question, index: data.index, base_version: version, answer_sha256: data.answer_sha256,
       items: items.filter(box => box.checked).map(box => Number(box.dataset.id)),
       adjustment: Number(adjustment.value || 0), comment: comment.value,
     };
@@ -73,9 +69,15 @@ function markingPage(data) {
       const {status, answer} = await post(data.save, sent);
       if (status === 200) {
         conflict.hidden = true;
+        const changed = document.getElementById("answer-changed");
+        if (changed) { changed.remove(); }  // marked again: the mark is for the answer as it is now
         show(answer.mark, answer.points);
         state.textContent = `Saved by ${answer.mark.author}`;
         document.getElementById("progress").textContent = `${answer.marked} of ${data.count} marked`;
+      } else if (status === 409 && answer.answer_changed) {
+        conflict.hidden = false;
+        conflict.textContent = answer.error;
+        state.textContent = "Not saved: the answer changed";
       } else if (status === 409) {
         const theirs = answer.conflict;
         conflict.hidden = false;

@@ -6,7 +6,7 @@ from an earlier run keeps the layers of that run."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from grader.results import EXPOSED, SubmissionResult
@@ -36,11 +36,15 @@ class Containment:
 
 
 def containment(results: Sequence[SubmissionResult]) -> Containment:
-    environments = [dict(r.environment) for r in results]
+    return containment_of([dict(r.environment) for r in results])
+
+
+def containment_of(environments: Sequence[Mapping[str, str]]) -> Containment:
+    """The account from the results' environments alone (what the review app keeps of each student)."""
     ran = [e for e in environments if "sandbox" in e]
     layers = Counter(e["sandbox"] for e in ran)
-    exposed = Counter(r.exposed for r in results if r.exposed)
+    exposed = Counter(e[EXPOSED] for e in environments if e.get(EXPOSED))
     modes = tuple(sorted({e["sandbox_mode"] for e in ran if "sandbox_mode" in e}))
-    exposed_modes = tuple(sorted({e["sandbox_mode"] for e in ran if "sandbox_mode" in e and EXPOSED in e}))
-    return Containment(tuple(layers.most_common()), tuple(exposed.most_common()), modes, len(results),
+    exposed_modes = tuple(sorted({e["sandbox_mode"] for e in ran if "sandbox_mode" in e and e.get(EXPOSED)}))
+    return Containment(tuple(layers.most_common()), tuple(exposed.most_common()), modes, len(environments),
                        exposed_modes)

@@ -18,13 +18,16 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from grader.review.server import graded_assignment, serve
 from tests.conftest import ROOT, SAMPLES
 from tests.hostile.cases import CASES
 from tests.no_bubblewrap import path_without_bubblewrap
+from tests.test_review_hardening import signed_in
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +57,21 @@ def q1(out: Path, student: str) -> tuple[float, float]:
     results = json.loads((out / "students" / student / "results.json").read_text())
     question = next(q for q in results["extra_data"]["questions"] if q["id"] == "q1")
     return question["score"], question["max_score"]
+
+
+def review_overview(out: Path) -> str:
+    """The review app's first page for ``out``, through the real server, signed in with the link it prints."""
+    review = serve(out, graded_assignment(out, None))
+    thread = threading.Thread(target=review.run, daemon=True)
+    thread.start()
+    try:
+        session = signed_in(review)
+        status, _, page = session.get("/")
+        assert status == 200
+        return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page.decode())))
+    finally:
+        review.close()
+        thread.join(timeout=10)
 
 
 def graded_now(completed: subprocess.CompletedProcess[str]) -> int:
@@ -109,6 +127,9 @@ def test_with_the_explicit_opt_out_every_instructor_page_says_what_student_code_
     assert "Student code was not fully contained for 2 of 2 submissions" in dashboard
     assert "--sandbox off" in dashboard and "could have read the solutions" in dashboard
     assert "Student code ran in: rlimits" in dashboard
+    # The review app, where TAs mark the same class, says it too.
+    assert "Student code was not fully contained for 2 of 2 submissions (a layer of the sandbox missing, --sandbox " \
+           "off): student code could reach every file" in review_overview(out)
     for student in (STEALER.name, "textbook"):
         instructor = as_read(out / "students" / student / "instructor.html")
         assert "Student code was not fully contained when this submission was graded" in instructor
@@ -136,6 +157,7 @@ def test_results_graded_without_the_namespace_layer_are_graded_again_once_it_is_
     assert q1(out, "textbook")[0] == q1(out, "textbook")[1]
     dashboard = as_read(out / "index.html")
     assert "not fully contained" not in dashboard
+    assert "not fully contained" not in review_overview(out)
     assert re.search(r"Student code ran in: bubblewrap, [^.]*rlimits \(--sandbox require\)", dashboard), dashboard
     with (out / "grades.csv").open() as handle:
         assert len(list(csv.DictReader(handle))) == 2

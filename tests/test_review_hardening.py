@@ -299,8 +299,8 @@ def test_an_answer_graded_again_under_an_open_page_is_shown_changed_and_never_ma
 def test_the_answers_are_read_again_only_when_the_class_was_graded_again(
         app: Review, out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reads = []
-    answer_hashes = review_app._answer_hashes
-    monkeypatch.setattr(review_app, "_answer_hashes", lambda *a: reads.append(a) or answer_hashes(*a))
+    stored = review_app._stored
+    monkeypatch.setattr(review_app, "_stored", lambda *a: reads.append(a) or stored(*a))
     session = signed_in(app)
     for path in ("/", "/mark/why/0", "/mark/why/1", "/students/2"):
         assert session.get(path)[0] == 200

@@ -34,6 +34,7 @@ from werkzeug.exceptions import HTTPException
 
 from grader.adjust.manual import answer_hash
 from grader.check.spec import Assignment, WrittenQuestion
+from grader.containment import Containment, containment_of
 from grader.points import shown
 from grader.record.gradebook import Gradebook, stored_result
 from grader.record.output import ACCOUNTING, GRADEBOOK
@@ -85,9 +86,11 @@ def _grading(db: sqlite3.Connection, assignment: str) -> dict[str, tuple[str, st
         "SELECT student, sha256, fingerprint, graded_at FROM submissions WHERE assignment = ?", (assignment,))}
 
 
-def _answer_hashes(db: sqlite3.Connection, assignment: str, students: list[str]) -> dict[str, dict[str, str]]:
-    """The hashes of these students' answers, from their stored results (one that no longer reads has none)."""
-    hashes = {}
+def _stored(db: sqlite3.Connection, assignment: str, students: list[str],
+            ) -> dict[str, tuple[dict[str, str], dict[str, str]]]:
+    """What the app keeps of these students' stored results (one that no longer reads has nothing): the hashes of
+    their answers, and the environment they were graded in (what contained their code)."""
+    kept = {}
     for student in students:
         row = db.execute("SELECT result_json FROM submissions WHERE assignment = ? AND student = ?",
                          (assignment, student)).fetchone()
@@ -95,8 +98,9 @@ def _answer_hashes(db: sqlite3.Connection, assignment: str, students: list[str])
             result = result_from_json(row[0]) if row is not None and row[0] is not None else None
         except (ResultFormatError, TypeError, ValueError):
             result = None
-        hashes[student] = {a.id: answer_hash(a.text) for a in result.answers} if result is not None else {}
-    return hashes
+        kept[student] = ({a.id: answer_hash(a.text) for a in result.answers}, dict(result.environment)) \
+            if result is not None else ({}, {})
+    return kept
 
 
 class Class:
@@ -108,7 +112,9 @@ class Class:
         self.assignment = assignment
         with Gradebook(out_dir / GRADEBOOK) as book:
             self.graded = _grading(book.connection, assignment.name)
-            self.answer_hashes = _answer_hashes(book.connection, assignment.name, sorted(self.graded))
+            stored = _stored(book.connection, assignment.name, sorted(self.graded))
+        self.answer_hashes = {student: hashes for student, (hashes, _) in stored.items()}
+        self.environments = {student: environment for student, (_, environment) in stored.items()}
         self.students = sorted(self.graded)
         self.index = {student: i for i, student in enumerate(self.students)}
         self.submissions = _submissions(out_dir)
@@ -123,11 +129,17 @@ class Class:
             graded = _grading(db, self.assignment.name)
             again = sorted(s for s, grading in graded.items() if self.graded.get(s) != grading)
             if again:  # none: another request read them meanwhile
-                self.answer_hashes = {**self.answer_hashes, **_answer_hashes(db, self.assignment.name, again)}
+                stored = _stored(db, self.assignment.name, again)
+                self.answer_hashes = {**self.answer_hashes, **{s: hashes for s, (hashes, _) in stored.items()}}
+                self.environments = {**self.environments, **{s: env for s, (_, env) in stored.items()}}
             added = sorted(set(graded) - set(self.index))
             self.index = {**self.index, **{s: len(self.students) + i for i, s in enumerate(added)}}
             self.students = [*self.students, *added]
             self.graded = graded
+
+    def containment(self) -> Containment:
+        """What contained the class's code as graded (every page says where a layer was missing)."""
+        return containment_of([self.environments.get(s, {}) for s in self.students])
 
     def answer(self, student: str, question: str) -> str:
         """The hash of the student's answer as graded last (of an empty one when they gave none)."""
@@ -143,6 +155,8 @@ def create_app(settings: Settings) -> Flask:
     app.jinja_env.globals["shown"] = shown
     started = secrets.token_hex(4)  # in the static files' addresses: a new run's browser fetches them afresh
     app.jinja_env.globals["asset"] = lambda name: url_for("static", filename=name, v=started)
+    # Every page says where the class's code was not fully contained (grader/containment.py), as the dashboard does.
+    app.context_processor(lambda: {"containment": roster.containment()})
     csrf = secrets.token_urlsafe(32)
     roster = Class(settings.out_dir, settings.assignment)
     spec = settings.assignment

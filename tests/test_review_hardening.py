@@ -526,14 +526,19 @@ def test_a_manual_csv_row_for_a_student_not_in_the_class_is_not_imported_and_rep
     assert not [line for line in run.adjustments.summary if "brought into the gradebook" in line]
 
 
-def test_out_of_range_points_typed_over_a_browser_mark_are_reported_once(out: Path) -> None:
-    mark_in_the_browser(out, "ben", "Bo TA")
-    mark_in_the_browser(out, "cleo", "Bo TA")
+def typed_over_browser_marks(out: Path, **points: str) -> None:
+    """Bo TA marks each named student's "why" in the browser; then other points are typed in manual.csv's rows."""
+    for student in points:
+        mark_in_the_browser(out, student, "Bo TA")
     table = rows(out / "manual.csv")
-    typed = {("ben", "why"): "99", ("cleo", "why"): "-1"}
     for row in table:
-        row["points"] = typed.get((row["student"], row["question"]), row["points"])
+        if row["question"] == "why" and row["student"] in points:
+            row["points"] = points[row["student"]]
     write_rows(out / "manual.csv", table)
+
+
+def test_out_of_range_points_typed_over_a_browser_mark_are_reported_once(out: Path) -> None:
+    typed_over_browser_marks(out, ben="99", cleo="-1")
     run = regrade(out)
     assert sorted(p for p in run.adjustments.problems if "why)" in p) == [
         "manual.csv row 4 (ben, why): points 99 is above why's maximum, 4: not counted; Bo TA's mark in the "
@@ -544,13 +549,7 @@ def test_out_of_range_points_typed_over_a_browser_mark_are_reported_once(out: Pa
 
 
 def test_a_row_over_a_browser_mark_of_an_answer_that_changed_gets_one_reason(out: Path, tmp_path: Path) -> None:
-    mark_in_the_browser(out, "ben", "Bo TA")
-    mark_in_the_browser(out, "cleo", "Bo TA")
-    table = rows(out / "manual.csv")
-    typed = {("ben", "why"): "4", ("cleo", "why"): "lots"}
-    for row in table:
-        row["points"] = typed.get((row["student"], row["question"]), row["points"])
-    write_rows(out / "manual.csv", table)
+    typed_over_browser_marks(out, ben="4", cleo="lots")
     changed = class_copy(out, tmp_path / "class", ben=notebook(WRONG, "Rewritten after marking.", "They look odd."),
                          cleo=notebook(CODE, "Rewritten too.", "Yes."))
     run = grade(changed, out)

@@ -390,6 +390,11 @@ class SubmissionResult:
         return dict(self.environment).get(EXPOSED, "")
 
     @property
+    def student_environment(self) -> tuple[tuple[str, str], ...]:
+        """What protected the run, as the student may see it: not what it lacked (EXPOSED, an invitation)."""
+        return tuple((k, v) for k, v in self.environment if k != EXPOSED)
+
+    @property
     def manual_score(self) -> float:
         return sum(m.score for m in self.manual)
 
@@ -443,6 +448,5 @@ class SubmissionResult:
                           for q in self.questions)
         manual = tuple(m.for_student() for m in self.manual)
         late = self.late.for_student() if self.late is not None else None
-        environment = tuple((k, v) for k, v in self.environment if k != EXPOSED)
         return dataclasses.replace(self, questions=questions, manual=manual, late=late, grader_trace="",
-                                   environment=environment)
+                                   environment=self.student_environment)

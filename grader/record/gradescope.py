@@ -6,7 +6,7 @@ from typing import Any
 
 from grader.points import json_number
 from grader.record.result_json import to_data
-from grader.results import EXPOSED, MARKED, PASSED, PUBLIC, ManualMark, SubmissionResult
+from grader.results import MARKED, PASSED, PUBLIC, ManualMark, SubmissionResult
 from grader.times import describe_late
 
 
@@ -69,8 +69,7 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
                            "notes": list(q.notes), "choices": [c.line for c in q.choices]} for q in result.questions],
             "answers": {a.id: a.text for a in result.answers},
             "notes": list(result.notes),
-            # What protected the run (the student's to see), not what it lacked (EXPOSED: the instructor's).
-            "environment": {k: v for k, v in result.environment if k != EXPOSED},
+            "environment": dict(result.student_environment),
             "code_score": json_number(result.code_score),
             "manual": [{"question": m.question, "points": m.points, "max_score": json_number(m.max_score),
                         "comment": m.comment, "state": m.state} for m in manual],

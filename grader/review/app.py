@@ -34,7 +34,7 @@ from werkzeug.exceptions import HTTPException
 
 from grader.adjust.manual import answer_hash
 from grader.check.spec import Assignment, WrittenQuestion
-from grader.containment import Containment, containment_of
+from grader.containment import containment_of
 from grader.points import shown
 from grader.record.gradebook import Gradebook, stored_result
 from grader.record.output import ACCOUNTING, GRADEBOOK
@@ -115,6 +115,7 @@ class Class:
             stored = _stored(book.connection, assignment.name, sorted(self.graded))
         self.answer_hashes = {student: hashes for student, (hashes, _) in stored.items()}
         self.environments = {student: environment for student, (_, environment) in stored.items()}
+        self.contained = containment_of(list(self.environments.values()))
         self.students = sorted(self.graded)
         self.index = {student: i for i, student in enumerate(self.students)}
         self.submissions = _submissions(out_dir)
@@ -136,10 +137,7 @@ class Class:
             self.index = {**self.index, **{s: len(self.students) + i for i, s in enumerate(added)}}
             self.students = [*self.students, *added]
             self.graded = graded
-
-    def containment(self) -> Containment:
-        """What contained the class's code as graded (every page says where a layer was missing)."""
-        return containment_of([self.environments.get(s, {}) for s in self.students])
+            self.contained = containment_of(list(self.environments.values()))
 
     def answer(self, student: str, question: str) -> str:
         """The hash of the student's answer as graded last (of an empty one when they gave none)."""
@@ -156,7 +154,7 @@ def create_app(settings: Settings) -> Flask:
     started = secrets.token_hex(4)  # in the static files' addresses: a new run's browser fetches them afresh
     app.jinja_env.globals["asset"] = lambda name: url_for("static", filename=name, v=started)
     # Every page says where the class's code was not fully contained (grader/containment.py), as the dashboard does.
-    app.context_processor(lambda: {"containment": roster.containment()})
+    app.context_processor(lambda: {"containment": roster.contained})
     csrf = secrets.token_urlsafe(32)
     roster = Class(settings.out_dir, settings.assignment)
     spec = settings.assignment

@@ -56,7 +56,7 @@ SCORING_LINES = [
     "differently from the assignment, and the grader matched them by what their names say.",
 ]
 OWN_LINE = ("q2: \"adds the table to a random batch of 5 steps\" graded with your own positional_table, because with "
-            "the reference in its place your code raised or failed on the form of an answer, and with yours it passes.")
+            "the reference in its place your code raised, and with yours it passes.")
 
 
 def graded(folder: Path, assignment: Assignment, source: str, student: str = "s1") -> SubmissionResult:

@@ -52,8 +52,7 @@ def with_reference(question: str, names: Sequence[str], owners: Sequence[str]) -
                   f"a mistake there then costs points only in {', '.join(owners)}")
 
 
-def with_own_answers(question: str, names: Sequence[str], title: str, *, passes: bool) -> Choice:
-    outcome = "it passes" if passes else "it runs to a comparison of values"
+def with_own_answers(question: str, names: Sequence[str], title: str, *, before: str, after: str) -> Choice:
+    """``before``: what the student's code did with the reference in place ("raised"); ``after``: with their own."""
     return Choice(ChoiceKind.OWN_ANSWER, question, f"\"{title}\" graded with your own {', '.join(names)}",
-                  f"with the reference in its place your code raised or failed on the form of an answer, and with "
-                  f"yours {outcome}")
+                  f"with the reference in its place your code {before}, and with yours {after}")

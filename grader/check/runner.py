@@ -100,6 +100,32 @@ def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
                        reason, reason, seed)
 
 
+# How far a check's run got, for the dependency rule (SubmissionRunner._with_own_answers): PASSED, a failure on
+# values (the answer compared), on form (a shape, a type), a raise, the template's stub met, or NOT_RUN (a setup
+# failure, a run cut short: nothing of the answer seen).
+VALUES, FORM, RAISED, NOT_WRITTEN = "values", "form", "raised", "not written"
+_RANK = {PASSED: 4, VALUES: 3, FORM: 2, RAISED: 1, NOT_WRITTEN: 0, NOT_RUN: 0}
+_WITH_REFERENCE = {VALUES: "your code's answer had other values", FORM: "your code's answer had another form",
+                   RAISED: "your code raised", NOT_RUN: "what the check grades could not be set up"}
+_WITH_OWN = {PASSED: "it passes; the better result counts", VALUES: "it runs and its answer is compared, as below",
+             FORM: "it runs and returns an answer, of another form, as below"}
+_CHOICE_BEFORE = {VALUES: "gave other values", FORM: "gave an answer of another form", RAISED: "raised",
+                  NOT_RUN: "could not be set up"}
+_CHOICE_AFTER = {PASSED: "it passes", VALUES: "it runs to a comparison of values",
+                 FORM: "it runs to an answer, of another form"}
+
+
+def _is_template_stub(where: Sequence[object]) -> bool:
+    """The raise is the template's own line (grader/assign/markers.py), not one the student wrote."""
+    text = str(where[-1]).strip() if where else ""
+    return text in ("raise NotImplementedError", "raise NotImplementedError()")
+
+
+def _titles(titles: Sequence[str]) -> str:
+    quoted = [f'"{t}"' for t in titles]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+
+
 class SubmissionRunner:
     def __init__(self, *, assignment: Assignment, student: str, program: Program, limits: Limits,
                  device: str = "cpu", sandbox: Sandbox | None = None, worker: Worker | None = None) -> None:
@@ -122,6 +148,7 @@ class SubmissionRunner:
         # be constructed, weights with nowhere to go): check id -> (message, hint). A question says it once.
         self._setup_failures: dict[str, tuple[str, str]] = {}
         self._value_failures: set[str] = set()  # checks that failed on values, the answer of the right form
+        self._not_written: set[str] = set()  # checks that met the template's stub (NotImplementedError) in the code
         self._mask_searches: dict[str, MaskSearch] = {}  # per question: lengths used as a mask (lengths_as_mask.py)
 
     # ----- process ---------------------------------------------------------------------------------------------
@@ -280,18 +307,25 @@ class SubmissionRunner:
         """One rule for a question graded with the reference of what other questions define (docs/writing-checks.md).
 
         The question is graded with the reference in place of the student's own answers, so a mistake there costs
-        points only where it is made. A check that then fails by raising, or on the form of an answer (a shape, a
-        type), may fail only because the student's code was written for their own earlier answer's convention: it
-        is run again with their own answers, and the better result counts, said in its message (with their own
-        answers, code that runs to a comparison counts over an exception with the reference, and a failure on values
-        over a failure on form: it names the mistake). When the owning questions lost points, every check is run
-        again that way too, to say what the reference changed. The choices made (the reference; a check's own answers)
-        come back as ``Choice``s, the reference's first.
+        points only where it is made. A check that then fails, whatever the reason (it raised, an answer had another
+        form, or other values), may fail only because the student's code was written for their own earlier answer's
+        convention (a mask whose True means hidden, read so): it is run again with their own answers, and the better
+        result counts, said in its message. Better is an order of outcomes: passing, then a failure on values (it
+        names the mistake), then one on form, then a raise; a setup failure or a run cut short is no better than
+        anything. The earlier question has paid for its own mistake already, and the later one can pass with it only
+        where the student's two answers together compute what the reference does. Left as they are: checks marked
+        ``reference_only`` (about the earlier answer's effect itself), and checks whose code is still the template's
+        stub (nothing of the student's ran, so nothing else is to blame). When the owning questions lost points,
+        every check is run again that way too, to say what the reference changed. The choices made (the reference; a
+        check's own answers) come back as ``Choice``s, the reference's first.
         """
         names = ", ".join(question.graded_with_reference)
         notes: list[str] = []
         chosen = [choices.with_reference(question.id, question.graded_with_reference, self._owners(question))]
-        convention = {c.check_id for c in checks if self._failed_on_form(c)}
+        specs = {c.id: c for c in self.assignment.checks_for(question.id)}
+        before = {c.check_id: self._outcome(c) for c in checks}
+        convention = {c.check_id for c in checks if c.status in (FAILED, ERROR) and before[c.check_id] != NOT_WRITTEN
+                      and not specs[c.check_id].reference_only}
         if not convention and not self._owners_lost_points(question, done):
             return checks, notes, chosen
         by_reference = {c.check_id: self._setup_failures.pop(c.check_id) for c in checks
@@ -299,22 +333,20 @@ class SubmissionRunner:
         # When the student's own code hangs or crashes here, it is not restarted for it: the reference's result stays.
         own = self._run_question(question, self.assignment.checks_for(question.id), question.uses_provided,
                                  restart=False, last=last)
+        outcomes = [self._outcome(c) for c in own.checks]  # before the setup failures are taken aside
         by_own = {c.check_id: self._setup_failures.pop(c.check_id) for c in own.checks
                   if c.check_id in self._setup_failures}
-        changed = []
-        for with_reference, with_own in zip(checks, own.checks):
-            further = with_own.status == FAILED and (with_reference.status == ERROR
-                                                     or with_own.check_id in self._value_failures)
-            if with_reference.check_id in convention and (with_own.passed or further):
-                # Written for the student's own answers: with them it passes, or gets as far as comparing values,
-                # whose message names the mistake better than the reference's shape error does.
-                outcome = "it passes; the better result counts" if with_own.passed else \
-                    "it runs and is compared, as below"
-                note = (f"Graded with your own {names}: with the reference {names} in its place, your code failed "
-                        f"({with_reference.message.rstrip('.')}); with yours {outcome}.")
+        changed, counted, worse = [], [], []
+        for with_reference, with_own, after in zip(checks, own.checks, outcomes):
+            if with_reference.check_id in convention and _RANK[after] > _RANK[before[with_reference.check_id]]:
+                note = (f"Graded with your own {names}: with the reference {names} in its place, "
+                        f"{_WITH_REFERENCE[before[with_reference.check_id]]} "
+                        f"({with_reference.message.rstrip('.')}); with yours {_WITH_OWN[after]}.")
                 changed.append(dataclasses.replace(with_own, notes=(*with_own.notes, note)))
+                counted.append(with_own.title)
                 chosen.append(choices.with_own_answers(question.id, question.graded_with_reference, with_own.title,
-                                                       passes=with_own.passed))
+                                                       before=_CHOICE_BEFORE[before[with_reference.check_id]],
+                                                       after=_CHOICE_AFTER[after]))
                 if with_own.check_id in by_own:
                     self._setup_failures[with_own.check_id] = by_own[with_own.check_id]
                 continue
@@ -323,16 +355,28 @@ class SubmissionRunner:
             if with_reference.passed and with_own.status not in (PASSED, NOT_RUN):
                 note = f"With your own {names}, this check fails: {with_own.message}"
                 changed.append(dataclasses.replace(with_reference, notes=(*with_reference.notes, note)))
+                worse.append(with_reference.title)
             else:
                 changed.append(with_reference)
-        if any(c.notes != o.notes for c, o in zip(changed, checks)):
-            notes.append(f"Your own {names} changed the outcome of some checks (marked below).")
+        # Said in full here: a passing check is not listed where only failures are (the kit's and `grader check`'s
+        # summaries), so a note that pointed to the checks would point to nothing.
+        if counted:
+            notes.append(f"Graded with your own {names} where that did better than the reference's: "
+                         f"{_titles(counted)}.")
+        if worse:
+            notes.append(f"With your own {names} in place of the reference's, {_titles(worse)} would fail; with the "
+                         f"reference, {'it passes' if len(worse) == 1 else 'they pass'}, which counts.")
         return changed, notes, chosen
 
-    def _failed_on_form(self, check: CheckResult) -> bool:
-        """A failure that the student's own earlier answers may explain: their code raised, or an answer had the
-        wrong form (a shape, a type), not other values of the right form."""
-        return check.status == ERROR or (check.status == FAILED and check.check_id not in self._value_failures)
+    def _outcome(self, check: CheckResult) -> str:
+        """How far a check's run got, the order ``_with_own_answers`` compares (``_RANK``)."""
+        if check.status == PASSED:
+            return PASSED
+        if check.check_id in self._setup_failures or check.status not in (FAILED, ERROR):
+            return NOT_RUN  # a setup failure, a run cut short: nothing of the answer was seen
+        if check.status == ERROR:
+            return NOT_WRITTEN if check.check_id in self._not_written else RAISED
+        return VALUES if check.check_id in self._value_failures else FORM
 
     def _run_question(self, question: Question, checks: Sequence[CheckSpec], provided: Sequence[str], *,
                       restart: bool = True, last: bool = False) -> _QuestionRun:
@@ -414,6 +458,8 @@ class SubmissionRunner:
     def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
         seed = self._seed(check)
         context = CheckContext(student=code, seed=seed)
+        self._value_failures.discard(check.id)
+        self._not_written.discard(check.id)
 
         def outcome(status: str, message: str, hint: str, detail: str,
                     diagnosis: Diagnosis | None = None) -> CheckResult:
@@ -443,8 +489,6 @@ class SubmissionRunner:
             result = outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
             if exc.values:
                 self._value_failures.add(check.id)
-            else:
-                self._value_failures.discard(check.id)
             if exc.setup:
                 self._setup_failures[check.id] = (exc.message, exc.hint)
                 return result
@@ -457,6 +501,9 @@ class SubmissionRunner:
                                              notes=(*result.notes, note) if note else result.notes)
             return result
         except StudentRaised as exc:
+            stub = exc.exc_type == "NotImplementedError" and bool(exc.where)
+            if stub:
+                self._not_written.add(check.id)
             # A hidden check tells the type, the student's own line and the sizes it drew, never the message
             # (hidden_raised_hint says why); a public check tells everything.
             hint = hidden_raised_hint(exc, self._sources, context.drawn) if check.visibility != PUBLIC else \
@@ -464,6 +511,9 @@ class SubmissionRunner:
             if exc.setup:
                 self._setup_failures[check.id] = (exc.message, hint)
                 return outcome(ERROR, exc.message, hint, exc.detail)
+            if stub:  # nothing of the student's ran to an answer: no cause to look for, nothing else to blame
+                said = "not written yet: " if _is_template_stub(exc.where) else ""
+                return outcome(ERROR, said + exc.message, said + hint, exc.detail)
             return self._failed_calls(check, seed, code, outcome(ERROR, exc.message, hint, exc.detail), raised=True)[0]
         except CallTimedOut as exc:
             self.close()

@@ -119,6 +119,9 @@ class CheckSpec:
     points: float
     visibility: str
     run: CheckFunction = field(compare=False)
+    # Graded with the reference of the earlier answers only, never again with the student's own: the check is about
+    # what the earlier answer does, which a wrong one of the student's could change (docs/writing-checks.md).
+    reference_only: bool = False
 
 
 class Assignment:
@@ -154,8 +157,8 @@ class Assignment:
         self.folder: Path | None = None  # set by the loader
         self.seed_key = b""  # the course's secret for hidden checks' seeds (grader/check/seeds.py): the loader's
 
-    def check(self, question: str, *, points: float, visibility: str = PUBLIC,
-              title: str | None = None) -> Callable[[CheckFunction], CheckFunction]:
+    def check(self, question: str, *, points: float, visibility: str = PUBLIC, title: str | None = None,
+              reference_only: bool = False) -> Callable[[CheckFunction], CheckFunction]:
         if visibility not in (PUBLIC, HIDDEN):
             raise ConfigurationError(f"visibility must be {PUBLIC!r} or {HIDDEN!r}, not {visibility!r}")
 
@@ -164,7 +167,7 @@ class Assignment:
             name = function.__name__.removeprefix(f"{question}_")
             doc = inspect.getdoc(function) or name.replace("_", " ")
             self.checks.append(CheckSpec(f"{question}.{name}", question, title or doc.splitlines()[0],
-                                         float(points), visibility, function))
+                                         float(points), visibility, function, reference_only))
             return function
 
         return register

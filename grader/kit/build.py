@@ -297,7 +297,8 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
         "has_hidden": bool(hidden),
         "call_seconds": spec.limits.call_seconds,  # the kernel's time limit for a call, as the grader's
         "checks": [{"id": c.id, "question": c.question, "title": c.title, "points": c.points,
-                    "function": c.run.__name__, "grader_only": GRADER_ONLY if c.id in budgeted else ""}
+                    "function": c.run.__name__, "grader_only": GRADER_ONLY if c.id in budgeted else "",
+                    "reference_only": c.reference_only}
                    for c in spec.checks if c.visibility == PUBLIC],
         "variants": [{"id": v.id, "question": v.question, "name": v.name, "explanation": v.explanation,
                       "computed": v.replaces is not None} for v in spec.variants if v.question in asked],

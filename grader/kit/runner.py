@@ -109,7 +109,8 @@ def load_kit(folder: Path) -> Kit:
                  for q in data["questions"]]
     assignment = Assignment(name=data["assignment"], title=data["title"], questions=questions, limits=Limits())
     assignment.checks = [CheckSpec(c["id"], c["question"], c["title"], float(c["points"]), PUBLIC,
-                                   _answered(c["id"], getattr(module, c["function"]), data["calls"].get(c["id"], [])))
+                                   _answered(c["id"], getattr(module, c["function"]), data["calls"].get(c["id"], [])),
+                                   bool(c.get("reference_only", False)))
                          for c in data["checks"]]
     assignment.variants = [Variant(v["id"], v["question"], v["name"], v["explanation"],
                                    replaced if v["computed"] else None, VariantMark(v["id"]) if v["computed"] else None)

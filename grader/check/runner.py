@@ -313,7 +313,9 @@ class SubmissionRunner:
         result counts, said in its message. Better is an order of outcomes: passing, then a failure on values (it
         names the mistake), then one on form, then a raise; a setup failure or a run cut short is no better than
         anything. The earlier question has paid for its own mistake already, and the later one can pass with it only
-        where the student's two answers together compute what the reference does. Left as they are: checks marked
+        where the student's two answers together compute what the reference does. A failure on values is run again
+        only when an earlier question lost points (else the student's answer is the reference's wherever checked).
+        Left as they are: checks marked
         ``reference_only`` (about the earlier answer's effect itself), and checks whose code is still the template's
         stub (nothing of the student's ran, so nothing else is to blame). When the owning questions lost points,
         every check is run again that way too, to say what the reference changed. The choices made (the reference; a
@@ -324,9 +326,12 @@ class SubmissionRunner:
         chosen = [choices.with_reference(question.id, question.graded_with_reference, self._owners(question))]
         specs = {c.id: c for c in self.assignment.checks_for(question.id)}
         before = {c.check_id: self._outcome(c) for c in checks}
+        owners_lost = self._owners_lost_points(question, done)
+        # Earlier answers that earned all their points agree with the reference wherever they were checked: a
+        # failure on values then has no convention of the student's behind it, and is not worth a second run.
         convention = {c.check_id for c in checks if c.status in (FAILED, ERROR) and before[c.check_id] != NOT_WRITTEN
-                      and not specs[c.check_id].reference_only}
-        if not convention and not self._owners_lost_points(question, done):
+                      and not specs[c.check_id].reference_only and (owners_lost or before[c.check_id] != VALUES)}
+        if not convention and not owners_lost:
             return checks, notes, chosen
         by_reference = {c.check_id: self._setup_failures.pop(c.check_id) for c in checks
                         if c.check_id in self._setup_failures}

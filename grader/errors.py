@@ -30,14 +30,17 @@ class StudentRaised(SubmissionError):
     (constructing the student's class), which fails the same way in every check of the question."""
 
     def __init__(self, message: str, *, exc_type: str, exc_message: str, traceback: str, setup: bool = False,
-                 where: Any = None) -> None:
+                 where: Any = None, called: str = "") -> None:
         super().__init__(message, f"{message}\n{traceback}".strip())
         self.exc_type = exc_type
         self.exc_message = exc_message
         self.traceback = traceback
         self.setup = setup
-        # The last frame in the student's code as their process reported it: [filename, line, function, text].
+        # The last frame in the student's code as their process reported it: [filename, line, function, text]; or,
+        # when it raised inside an answer the grader provides in place of theirs (``called``, one of the names the
+        # assignment asks for), the student's line that called it.
         self.where = where
+        self.called = called
 
 
 class CallTimedOut(SubmissionError):

@@ -41,10 +41,12 @@ from grader.results import SubmissionResult as Result
 from .conftest import FIXTURE_SOLUTIONS, ROOT, SAMPLES, write
 from .test_binding import OPEN_CHOICE
 from .test_choices import D_HID, SCORING
+from .test_consistent_conventions import source
 from .test_dependent_questions import OWN_CONVENTION
 from .test_feedback_names_the_mistake import ATTEND, HIDDEN_SIZES_CHECKS, PRACTICAL10_SAMPLE
 from .test_heatmap_window import CHECKS as TABLE_CHECKS
 from .test_heatmap_window import WRONG_AT_55
+from .test_provided_answer_raises import FLATTENED_SCORES
 from .warm_workers import grade_one
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("warm_class_runs")]
@@ -128,7 +130,11 @@ QUOTES = (
     Quote(W, "the values it returned are right for A, Z: return all 5", "practical10/returns_two_values"),
     Quote(R, "the values it returned are right for A, Z: return all 5", "practical10/returns_two_values"),
     # Questions that build on each other
-    Quote(W, "Graded with your own ...", "positional/own_convention"),
+    Quote(W, "Graded with your own causal_mask: with the reference causal_mask in its place, your code's answer had "
+             "other values (...); with yours it passes; the better result counts.", "causal/own_convention"),
+    Quote(W, "Graded with your own causal_mask where that did better than the reference's: ...",
+          "causal/own_convention"),
+    Quote(W, "not written yet", "bahdanau_attention/not_written"),
     Quote(W, "With your own masked_softmax, this check fails: ...", "attention_scoring/mistake_softmax_axis"),
     # The student's page
     Quote(G, "rows 28-59 of 60, columns 0-31 of 32, around the largest error at [55, 3]", "tables/student"),
@@ -140,6 +146,9 @@ QUOTES = (
              "queries 3, keys 3", "hidden_sizes/student", drawn=True),
     Quote(G, "(reversal.py, line 108, in forward: `outputs, weights = self.attention(outputs, context, mask)  # the "
              "attentional states, (batch, T, S)`)", "practical10/harness_raise"),
+    Quote(G, "(line 24, in forward: `weights = masked_softmax(scores.reshape(-1, scores.shape[-1]), valid_lens)`; the "
+             "error came from your call into `masked_softmax`, which the grader provides in place of yours for this "
+             "question)", "attention_scoring/flattened_scores"),
     Quote(G, "name 'sequence_mask_missing' is not defined (...) (line 3 raised ImportError while loading, which may "
              "be why)", "toy/missing_names"),
     Quote(G, "(nothing in your code defines `undefined_helper`; separately, line 2 raised ModuleNotFoundError while "
@@ -237,9 +246,11 @@ CLASSES: dict[str, dict[str, Path | str]] = {
         "broken_notebook": SAMPLES / "broken_notebook.ipynb",
         "misspelt": SCORING,
         "open_choice": textwrap.dedent(OPEN_CHOICE),
+        "flattened_scores": textwrap.dedent(FLATTENED_SCORES),
     },
-    "bahdanau_attention": {name: REAL_STYLE / "bahdanau_attention" / f"{name}.py"
-                           for name in ("batched_convention", "softmax_dim1")},
+    "bahdanau_attention": {**{name: REAL_STYLE / "bahdanau_attention" / f"{name}.py"
+                              for name in ("batched_convention", "softmax_dim1")},
+                           "not_written": ROOT / "assignments" / "bahdanau_attention" / "bahdanau_attention.py"},
     "keras_additive_attention": {"transformer_signature":
                                  REAL_STYLE / "keras_additive_attention" / "transformer_signature.py"},
     "practical10": {
@@ -344,6 +355,8 @@ def said(tmp_path_factory: pytest.TempPathFactory, kits: Path) -> dict[str, str]
     write(solutions / "tables", "checks.py", TABLE_CHECKS)
     texts |= graded_class(root / "hidden_sizes", "hidden_sizes", {"student": ATTEND}, solutions_dir=solutions)
     texts |= graded_class(root / "tables", "tables", {"student": textwrap.dedent(WRONG_AT_55)}, solutions_dir=solutions)
+    texts |= graded_class(root / "causal", "causal", {"own_convention": source("true_is_hidden", "hides_true")},
+                          solutions_dir=FIXTURE_SOLUTIONS)
     texts |= graded_class(root / "positional", "positional", {"own_convention": OWN_CONVENTION},
                           solutions_dir=FIXTURE_SOLUTIONS)
     texts |= graded_class(root / "toy", "toy", {"missing_names": MISSING_NAMES}, solutions_dir=FIXTURE_SOLUTIONS)

@@ -63,8 +63,9 @@ REFERENCE_FILENAME = "<reference>"  # the filename of every provided file that h
 @dataclass(frozen=True)
 class ProvidedFile:
     """A provided file as the student's process runs it. One that defines a name students write holds a reference
-    (an answer): its frames are "the grader's reference code", never its lines. Any other (a training harness the
-    students were given) is named by its file name, with its own line numbers and text."""
+    (an answer): its lines are never told; a raise in it is told at the student's line that called it, or, where none
+    did, as "the grader's reference code" (grader/check/student.py). Any other (a training harness the students were
+    given) is named by its file name, with its own line numbers and text."""
 
     name: str  # "reversal.py", as the student knows it
     source: str

@@ -11,7 +11,7 @@ import json
 import linecache
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -117,18 +117,27 @@ def _place(filename: str, lineno: int) -> str:
     return f"{provided}, line {lineno}" if provided else f"line {lineno}"
 
 
-def _where(frame: Any) -> str:
+def _through(called: str) -> str:
+    """What a raise inside the grader's answer ``called``, called by the student's code, is: their call's doing.
+    Not "the grader's code raised": the reference is right, the arguments were the student's."""
+    return (f"the error came from your call into `{called}`, which the grader provides in place of yours for this "
+            "question")
+
+
+def _where(frame: Any, called: str = "") -> str:
     """' (cell [2], line 7, in masked_softmax: `X[~mask] = value`)' from the last frame in the student's code, or in
     a provided file (a harness the students have, by its name and line); a file that holds the grader's reference
-    answer is named without its lines or text."""
+    answer is named without its lines or text. ``called``: the frame is the student's line that called the answer
+    the grader provides under that name, inside which the error was raised."""
     try:
         filename, lineno, function, line = str(frame[0]), int(frame[1]), str(frame[2]), str(frame[3])
     except (TypeError, IndexError, ValueError):
-        return ""
+        return f" ({_through(called)})" if called else ""
     if filename == REFERENCE_FILENAME:
         return " (in the grader's reference code)"
     code = f": `{line.strip()[:120]}`" if line.strip() else ""
-    return f" ({_place(filename, lineno)}, in {function}{code})"
+    through = f"; {_through(called)}" if called else ""
+    return f" ({_place(filename, lineno)}, in {function}{code}{through})"
 
 
 class KnownSources:
@@ -150,19 +159,22 @@ class KnownSources:
         lines = self.lines.get(filename)
         return "".join(lines) if lines else None
 
-    def where(self, frame: Any) -> str:
+    def where(self, frame: Any, called: str = "") -> str:
         """' (cell [2], line 7: `X[i]`)' for a frame the grader can place in a file it holds: the line's text from
-        the grader's copy; '' for any other frame (the reference's too: no line of it is told)."""
+        the grader's copy; '' for any other frame (the reference's too: no line of it is told). ``called``: as for
+        ``_where``, a name the assignment asks for (so it carries nothing of the inputs)."""
+        through = _through(called) if called else ""
         try:
             filename, lineno = str(frame[0]), int(frame[1])
         except (TypeError, IndexError, ValueError):
-            return ""
+            return f" ({through})" if through else ""
         lines = self.lines.get(filename)
         if filename == REFERENCE_FILENAME:
             return " (in the grader's reference code)"
         if not lines or not 1 <= lineno <= len(lines) or not lines[lineno - 1].strip():
-            return ""
-        return f" ({_place(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`)"
+            return f" ({through})" if through else ""
+        through = f"; {through}" if through else ""
+        return f" ({_place(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`{through})"
 
 
 class SourceText(Protocol):
@@ -232,7 +244,7 @@ def hidden_raised_hint(exc: StudentRaised, sources: KnownSources, sizes: Mapping
     and quoted from the grader's copy of their code) and the sizes the check drew; never the exception's message,
     which the student's code writes from the inputs it was given and could carry them out."""
     exc_type = exc.exc_type if _known_exception(exc.exc_type) else "an exception"
-    hint = f"your code raised {exc_type}" + sources.where(exc.where)
+    hint = f"your code raised {exc_type}" + sources.where(exc.where, exc.called)
     if sizes:
         hint += " with the sizes " + ", ".join(f"{name.replace('_', ' ')} {int(size)}" for name, size in sizes.items())
     return hint
@@ -260,10 +272,25 @@ def missing_name(message: str) -> str:
     return found.group(1) if found else ""
 
 
-def _raised(what: str, reply: dict[str, Any], *, load_hint: LoadHint | None = None) -> StudentRaised:
+def _provided_call(error: Mapping[str, Any], answers: Collection[str]) -> tuple[str, Any]:
+    """(the name, the student's line that called it) when the student's process says the exception was raised
+    inside an answer the grader provides in place of theirs, entered from their own line (calls.py); else ('', the
+    last frame it told). The name is taken only when it is one the assignment asks for: the process can say
+    anything, and a hidden check's hint tells the name."""
+    call = error.get("call")
+    name = call.get("name") if isinstance(call, dict) else None
+    if isinstance(name, str) and name in answers:
+        return name, call.get("where")
+    return "", error.get("where")
+
+
+def _raised(what: str, reply: dict[str, Any], *, load_hint: LoadHint | None = None,
+            answers: Collection[str] = ()) -> StudentRaised:
+    """``answers``: the names the assignment asks for, the only ones a raise inside a provided answer is told by."""
     error = reply.get("error") or {}
     exc_type, exc_message = str(error.get("type", "Exception")), str(error.get("message", ""))
-    summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ") + _where(error.get("where"))
+    called, where = _provided_call(error, answers)
+    summary = f"{what} raised {exc_type}: {exc_message}".rstrip(": ") + _where(where, called)
     if "Expected all tensors to be on the same device" in exc_message:  # graded with --device cuda
         summary += (". Your code made a tensor on the CPU while its inputs are on the GPU: create tensors on an "
                     "input's device, e.g. torch.ones(n, device=X.device)")
@@ -271,7 +298,7 @@ def _raised(what: str, reply: dict[str, Any], *, load_hint: LoadHint | None = No
     if hint:  # `tf` is not defined: because `import tensorflow as tf` failed
         summary += f" ({hint})"
     return StudentRaised(summary, exc_type=exc_type, exc_message=exc_message, traceback=str(error.get("traceback", "")),
-                         where=error.get("where"))
+                         where=where, called=called)
 
 
 # What the sandbox's d2l says when the student's code asks it for an answer (grader/execute/child/stubs.py).
@@ -369,7 +396,7 @@ class StudentCode:
             if record:
                 self.replies.append((op, reply, reply_blobs, asked))
             if not reply.get("ok") and failure is None:
-                failure = _refusal(reply) or _raised(what, reply, load_hint=self.load_hint)
+                failure = _refusal(reply) or _raised(what, reply, load_hint=self.load_hint, answers=self.asked)
         return failure
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -386,7 +413,7 @@ class StudentCode:
                 timeout: float | None = None) -> tuple[dict, list]:
         reply, reply_blobs = self.exchange(header, blobs, what=what, timeout=timeout)
         if not reply.get("ok"):
-            raise _refusal(reply) or _raised(what, reply, load_hint=self.load_hint)
+            raise _refusal(reply) or _raised(what, reply, load_hint=self.load_hint, answers=self.asked)
         return reply, reply_blobs
 
     def value(self, desc: Any, blobs: list[bytes]) -> Returned:
@@ -578,7 +605,7 @@ class ReplayedCode(StudentCode):
         if record:
             reply, _ = self.exchange(header, blobs, what=what, timeout=None)
             if not reply.get("ok"):
-                raise _raised(what, reply, load_hint=self.load_hint)
+                raise _raised(what, reply, load_hint=self.load_hint, answers=self.asked)
 
     def settle(self, *, ignore_errors: bool = False) -> None:
         return None
@@ -735,7 +762,7 @@ def _with_shapes(exc: StudentRaised, args: tuple[Any, ...], kwargs: Mapping[str,
     told += squeeze_note(code, exc)
     message = exc.message + told
     return StudentRaised(message, exc_type=exc.exc_type, exc_message=exc.exc_message, traceback=exc.traceback,
-                         where=exc.where)
+                         where=exc.where, called=exc.called)
 
 
 def squeeze_note(code: StudentCode, exc: StudentRaised) -> str:

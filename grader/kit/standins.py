@@ -15,6 +15,7 @@ and inputs.
 from __future__ import annotations
 
 import importlib
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -109,6 +110,20 @@ def _answer(value: Any) -> Any:
     return value
 
 
+# The code of every stand-in's functions: a frame running one is where the student's code entered the answer the
+# grader provides (grader/execute/child/calls.py says a raise there as the student's call, as in the grader).
+_STAND_IN_CODE: set[types.CodeType] = set()
+
+
+def lent_name(frame: types.FrameType) -> str:
+    """The name a stand-in was lent under, when ``frame`` runs one of its functions; else ''."""
+    if frame.f_code not in _STAND_IN_CODE:
+        return ""
+    found = frame.f_locals  # each stand-in's function holds the name it stands for
+    name = found.get("name", getattr(found.get("cls"), "__name__", ""))  # allocate holds its class, of that name
+    return name if isinstance(name, str) else ""
+
+
 class StandIns:
     """The recorded answers of one question's references (kit.json's ``provided_calls``)."""
 
@@ -147,6 +162,7 @@ class StandIns:
             return own(*args, **kwargs)
 
         stand_in.__name__ = stand_in.__qualname__ = name
+        _STAND_IN_CODE.add(stand_in.__code__)
         return stand_in
 
     def _module_class(self, name: str, own: Any) -> type:
@@ -188,6 +204,7 @@ class StandIns:
             raise NoRecordedAnswer(f"the student kit has the reference {name}'s answers only for the inputs the model "
                                    f"solution gives it, and your code gave it others: this check runs when graded")
 
+        _STAND_IN_CODE.update(f.__code__ for f in (allocate, initialise, forward))
         return type(name, (torch.nn.Module,), {"__new__": allocate, "__init__": initialise, "forward": forward,
                                                "__qualname__": name, "__module__": "reference"})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import linecache
 import random
 import re
 import traceback
@@ -42,6 +43,15 @@ class Calls:
         """Whether a traceback's frame in ``filename`` is the student's code (only those are told)."""
         raise NotImplementedError
 
+    def own_frame(self, filename: str) -> bool:
+        """Whether a frame in ``filename`` is the student's own code, not a file the grader provides."""
+        return self.student_frame(filename)
+
+    def provided_answer(self, frame: types.FrameType) -> str:
+        """The name under which ``frame``'s code stands in the student's namespace for their own answer (a question
+        graded with the reference of an earlier one), or '' for any other frame."""
+        return ""
+
     def refused(self) -> list[str]:
         """The names the grader's ``d2l`` refused the student's code (an answer the assignment asks for); none in
         the student's own kernel, where ``d2l`` is the real one."""
@@ -54,8 +64,29 @@ class Calls:
         except BaseException:
             message = "<unprintable message>"
         where = [frames[-1].filename, frames[-1].lineno, frames[-1].name, frames[-1].line or ""] if frames else None
-        return {"type": convert.type_name(exc), "message": message[:2000],
-                "traceback": "".join(traceback.format_list(frames))[-4000:], "where": where}
+        described = {"type": convert.type_name(exc), "message": message[:2000],
+                     "traceback": "".join(traceback.format_list(frames))[-4000:], "where": where}
+        call = self._provided_call(exc.__traceback__)
+        if call is not None:
+            described["call"] = call
+        return described
+
+    def _provided_call(self, tb: types.TracebackType | None) -> dict[str, Any] | None:
+        """{"name", "where"} when the exception was raised inside an answer the grader put in place of the
+        student's, entered straight from the student's own line: the grader then tells that line and the name it
+        called, since the arguments were the student's. None when the provided answer was entered from anywhere
+        else (the grader's own call, a provided harness), or not at all."""
+        caller: tuple[str, int, str] | None = None  # the last frame listed before it: (file, line, function)
+        for frame, lineno in traceback.walk_tb(tb):  # walked, not extracted: sys.tracebacklimit may cut a summary
+            name = self.provided_answer(frame)
+            if name:
+                if caller is None or not self.own_frame(caller[0]):
+                    return None
+                filename, line, function = caller
+                return {"name": name, "where": [filename, line, function, linecache.getline(filename, line).strip()]}
+            if self.student_frame(frame.f_code.co_filename):
+                caller = frame.f_code.co_filename, lineno, frame.f_code.co_name
+        return None
 
     def handle(self, header: dict[str, Any], blobs: list[bytes], out: list[bytes], refs: dict[int, Any]) -> dict:
         op = header["op"]

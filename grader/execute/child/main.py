@@ -116,6 +116,9 @@ class Serving(calls.Calls):
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.filenames: set[str] = set()
+        # The provided files' names: those that hold an answer (a reference), and the harnesses the students have.
+        self.references: set[str] = set()
+        self.harnesses: set[str] = set()
         # Each file's text as far as its units have run, for tracebacks and excerpts (see _cache_source).
         self.sources: dict[str, list[str]] = {}
         self.namespace: dict[str, Any] = {}
@@ -208,6 +211,17 @@ class Serving(calls.Calls):
     def student_frame(self, filename: str) -> bool:
         return filename in self.filenames
 
+    def own_frame(self, filename: str) -> bool:
+        return filename in self.filenames and filename not in self.references and filename not in self.harnesses
+
+    def provided_answer(self, frame: types.FrameType) -> str:
+        """A reference's own name (``AdditiveAttention`` for its forward's frame), which is the name the student's
+        namespace holds it under (stubs.provide); the grader takes it only if it is one the assignment asks for."""
+        code = frame.f_code
+        if code.co_filename not in self.references:
+            return ""
+        return str(getattr(code, "co_qualname", code.co_name)).partition(".")[0]
+
     def refused(self) -> list[str]:
         return list(stubs.REFUSED)
 
@@ -230,6 +244,7 @@ class Serving(calls.Calls):
                 for file in request["provided_files"]:
                     filename = str(file["filename"])
                     self.filenames.add(filename)
+                    (self.references if file.get("reference") else self.harnesses).add(filename)
                     if not file.get("reference"):
                         self._cache_source(filename, file["source"], 1)
                     exec(compile(file["source"], filename, "exec", dont_inherit=True), provided_ns)

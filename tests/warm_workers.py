@@ -34,7 +34,7 @@ def grade_one(*, submission: Submission, assignment: Assignment, root: Path, lim
               device: str = "cpu") -> SubmissionResult:
     """``grade_submission`` with the module's warm worker for these limits, started on first use."""
     limits = limits or assignment.limits
-    pool = module_pool(size=1, sandbox=isolation.detect(), device=device, limits=limits)
+    pool = module_pool(size=1, sandbox=isolation.detect(), device=device, limits=limits, training=assignment.trains)
     with pool.acquire() as worker:
         return grade_submission(submission=submission, assignment=assignment, root=root, limits=limits,
                                 device=device, worker=worker)
@@ -48,8 +48,8 @@ class ModulePool(WorkerPool):
     (bubblewrap's --die-with-parent is the kernel's parent-death signal, which follows the starting thread, not its
     process), and a run's grading threads end with the run."""
 
-    def __init__(self, *, size: int, sandbox: Sandbox, device: str, limits: Limits) -> None:
-        super().__init__(size=size, sandbox=sandbox, device=device, limits=limits)
+    def __init__(self, *, size: int, sandbox: Sandbox, device: str, limits: Limits, training: bool = False) -> None:
+        super().__init__(size=size, sandbox=sandbox, device=device, limits=limits, training=training)
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="module-workers")
 
     @contextmanager
@@ -72,18 +72,18 @@ class ModulePool(WorkerPool):
         self._starter.shutdown()
 
     @property
-    def key(self) -> tuple[int, Sandbox, str, Limits]:
-        return len(self._all), self.sandbox, self.device, self.limits
+    def key(self) -> tuple[int, Sandbox, str, Limits, bool]:
+        return len(self._all), self.sandbox, self.device, self.limits, self._all[0].training
 
 
-_class_pools: dict[tuple[int, Sandbox, str, Limits], ModulePool] = {}
+_class_pools: dict[tuple[int, Sandbox, str, Limits, bool], ModulePool] = {}
 
 
-def module_pool(*, size: int, sandbox: Sandbox, device: str, limits: Limits) -> ModulePool:
+def module_pool(*, size: int, sandbox: Sandbox, device: str, limits: Limits, training: bool = False) -> ModulePool:
     """The module's pool for a class run's workers (what the threads back-end asks ``WorkerPool`` for)."""
-    key = (max(1, size), sandbox, device, limits)
+    key = (max(1, size), sandbox, device, limits, training)
     if key not in _class_pools:
-        _class_pools[key] = ModulePool(size=size, sandbox=sandbox, device=device, limits=limits)
+        _class_pools[key] = ModulePool(size=size, sandbox=sandbox, device=device, limits=limits, training=training)
     return _class_pools[key]
 
 

@@ -152,28 +152,53 @@ def train(attention_class: type[nn.Module] | None = None, config: Config = CONFI
 
 
 def _train(attention_class: type[nn.Module] | None, config: Config, log) -> Seq2Seq:
-    rng = random.Random(config.seed)
-    torch.manual_seed(config.seed)
-    strings = random_strings(config.train_size, rng, config)
-    model = Seq2Seq(attention_class, config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    for epoch in range(config.epochs):
-        model.train()
-        rng.shuffle(strings)
-        total = 0.0
-        for start in range(0, len(strings), config.batch_size):
-            batch = strings[start:start + config.batch_size]
-            src = encode(batch)
-            tgt_in, tgt_out = encode(batch, reverse=True, bos=True), encode(batch, reverse=True, eos=True)
-            logits, _ = model(src, tgt_in)
-            loss = F.cross_entropy(logits.reshape(-1, VOCAB_SIZE), tgt_out.reshape(-1), ignore_index=PAD)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            total += loss.item() * len(batch)
-        log(f"epoch {epoch + 1}/{config.epochs}: loss {total / len(strings):.4f}")
-    model.eval()
-    return model
+    training = Training(attention_class, config, log)
+    training.until(config.epochs)
+    return training.model
+
+
+class Training:
+    """One training, which can stop after any batch and go on later from there: the batches are the same, in the
+    same order, as one run to the end, so a model trained in steps is the model ``train`` gives."""
+
+    def __init__(self, attention_class: type[nn.Module] | None, config: Config = CONFIG, log=print) -> None:
+        self.config, self.log = config, log
+        self.rng = random.Random(config.seed)
+        torch.manual_seed(config.seed)
+        self.strings = random_strings(config.train_size, self.rng, config)
+        self.model = Seq2Seq(attention_class, config)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.batches_per_epoch = -(-config.train_size // config.batch_size)
+        self.done = 0  # batches trained
+        self._steps = self._batches()
+
+    def until(self, epochs: float) -> Seq2Seq:
+        """Train on until ``epochs`` epochs (a fraction counts whole batches) have been trained, in eval mode after."""
+        target = min(round(epochs * self.batches_per_epoch), self.config.epochs * self.batches_per_epoch)
+        while self.done < target:
+            next(self._steps)
+        self.model.eval()
+        return self.model
+
+    def _batches(self):
+        config, model = self.config, self.model
+        for epoch in range(config.epochs):
+            self.rng.shuffle(self.strings)
+            total = 0.0
+            for start in range(0, len(self.strings), config.batch_size):
+                model.train()
+                batch = self.strings[start:start + config.batch_size]
+                src = encode(batch)
+                tgt_in, tgt_out = encode(batch, reverse=True, bos=True), encode(batch, reverse=True, eos=True)
+                logits, _ = model(src, tgt_in)
+                loss = F.cross_entropy(logits.reshape(-1, VOCAB_SIZE), tgt_out.reshape(-1), ignore_index=PAD)
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                total += loss.item() * len(batch)
+                self.done += 1
+                yield
+            self.log(f"epoch {epoch + 1}/{config.epochs}: loss {total / len(self.strings):.4f}")
 
 
 def predict(model: Seq2Seq, strings: list[str]) -> list[str]:
@@ -216,10 +241,27 @@ def plot_attention(weights: torch.Tensor, source: str, predicted: str) -> None:
 
 
 # ----- what the grader calls ----------------------------------------------------------------------------------
-def grade_reversal(attention_class: type[nn.Module], strings: str,
-                   seed: int = CONFIG.seed) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Train with ``attention_class`` (from ``seed``), then decode the space-separated ``strings``: the tokens the
-    model writes, (n, longest + 1), and its attention weights, (n, longest + 1, longest). The grader scores the
-    tokens itself, and trains a second time from another seed when the first result is close to the pass mark."""
-    model = train(attention_class, dataclasses.replace(CONFIG, seed=seed), log=lambda line: None)
-    return model.greedy(encode(strings.split()), max(map(len, strings.split())) + 1)
+def grade_reversal(attention_class: type[nn.Module], strings: str, seed: int = CONFIG.seed,
+                   epochs: float = CONFIG.epochs) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Train with ``attention_class`` (from ``seed``) for ``epochs`` epochs, then decode the space-separated
+    ``strings``: the tokens the model writes, (n, longest + 1), and its attention weights, (n, longest + 1, longest).
+    A later call with the same class and seed and more epochs goes on with the same training, so the grader can
+    score it after each stage and stop once the verdict is certain; it scores the tokens itself."""
+    key = (attention_class, seed)
+    training = _TRAININGS.get(key)
+    if training is None or training.done > round(epochs * training.batches_per_epoch):
+        training = _TRAININGS[key] = Training(attention_class, dataclasses.replace(CONFIG, seed=seed),
+                                              log=lambda line: None)
+    threads, generator = torch.get_num_threads(), torch.get_rng_state()
+    torch.set_num_threads(1)
+    try:
+        model = training.until(epochs)
+        generator = torch.get_rng_state()  # decoding draws nothing from the training's generator
+        with torch.no_grad():
+            return model.greedy(encode(strings.split()), max(map(len, strings.split())) + 1)
+    finally:
+        torch.set_num_threads(threads)
+        torch.set_rng_state(generator)
+
+
+_TRAININGS: dict = {}  # (attention class, seed) -> the Training grade_reversal goes on with

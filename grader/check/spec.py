@@ -223,6 +223,11 @@ class Assignment:
         return tuple(ProvidedFile.read(path, names) for path in self.provided_paths)
 
     @property
+    def trains(self) -> bool:
+        """A question calls provided code (a training harness): the student's processes are made ready to train."""
+        return any(q.uses_provided for q in self.questions)
+
+    @property
     def max_score(self) -> float:
         """The checks' points and the written questions' (marked by hand)."""
         return sum(c.points for c in self.checks) + sum(w.points for w in self.written)

@@ -46,6 +46,9 @@ class WorkerLost(Exception):
     """The zygote ended or stopped answering; the worker must be replaced (never the student's fault alone)."""
 
 
+WARM_TRAINING = "GRADER_WARM_TRAINING"  # read by the zygote (child/zygote.py)
+
+
 def child_env(home: str) -> dict[str, str]:
     return {
         "PATH": os.defpath,
@@ -94,10 +97,13 @@ def find_host_pid(root: int, ns_pid: int, *, depth: int = 3) -> int | None:
 class Worker:
     """One zygote in its own sandbox. Not thread-safe: one submission at a time holds it (WorkerPool)."""
 
-    def __init__(self, *, sandbox: Sandbox, device: str, limits: Limits) -> None:
+    def __init__(self, *, sandbox: Sandbox, device: str, limits: Limits, training: bool = False) -> None:
         self.sandbox = sandbox
         self.device = device
         self.limits = limits
+        # The assignment trains a model in the student's process (Assignment.trains): the zygote also pays the first
+        # optimiser's cost once (torch imports its compiler then, about 0.8 s and 70 MB, shared by every fork).
+        self.training = training
         self.popen: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.info: dict[str, Any] = {}
@@ -141,7 +147,7 @@ class Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, kind or socket.SOCK_DGRAM)
         filter_fd = seccomp.program_fd() if self.sandbox.seccomp else None
         passed = (theirs.fileno(),) if filter_fd is None else (theirs.fileno(), filter_fd)
-        env = child_env(home)
+        env = child_env(home) | ({WARM_TRAINING: "1"} if self.training else {})
         try:
             argv = self.sandbox.command(theirs.fileno(), env=env, device=self.device, limits=self.limits,
                                         seccomp_fd=filter_fd)
@@ -362,14 +368,14 @@ class WorkerPool:
     """``size`` warm workers, started on first use; each grades one submission at a time."""
 
     def __init__(self, *, size: int, sandbox: Sandbox | None = None, device: str = "cpu",
-                 limits: Limits | None = None) -> None:
+                 limits: Limits | None = None, training: bool = False) -> None:
         self.sandbox = sandbox if sandbox is not None else isolation.detect()
         self.device = device
         self.limits = limits or Limits()
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all: list[Worker] = []
         for _ in range(max(1, size)):
-            worker = Worker(sandbox=self.sandbox, device=device, limits=self.limits)
+            worker = Worker(sandbox=self.sandbox, device=device, limits=self.limits, training=training)
             self._all.append(worker)
             self._idle.put(worker)
 

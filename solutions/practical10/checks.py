@@ -7,12 +7,15 @@ with the reference self_attention, so a mistake in q2 costs points in q2 only.
 Question 2's DotProdAttention is checked on its own with W_c set by the grader, then trained: the harness students
 got (assignments/practical10/reversal.py, the grader's copy) trains the string-reversal model with the student's
 class under a fixed seed, in the student's sandboxed process; the trained model decodes strings the grader drew,
-and the grader turns the tokens it gets back into strings and scores them itself.
+and the grader turns the tokens it gets back into strings and scores them itself. It scores them after every stage
+of the training (a quarter epoch) and stops as soon as the verdict is certain: the stages' thresholds are measured,
+not chosen (training_stages.py, written by `python -m solutions.practical10.measure_training --calibrate`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,6 +26,8 @@ from grader.check import (
     CheckContext,
     Question,
     Returned,
+    Stage,
+    StagedVerdict,
     StudentFunction,
     StudentObject,
     StudentRaised,
@@ -32,6 +37,7 @@ from grader.check import (
 )
 
 from . import reference_numpy as ref
+from . import training_stages as calibrated
 
 HARNESS = assignment_file("practical10", "reversal.py")
 
@@ -96,6 +102,7 @@ MACHINE_MARGIN = 0.15
 # so a second training from it would sink a correct result; from seed 12 the reference and the known mistakes that
 # still learn reversal reach 99.7-100%, as from seed 10.
 SECOND_SEED = 12
+HARNESS_SEED = 10  # reversal.Config's
 SOURCE_TARGET = ("Source characters", "Output steps")
 
 
@@ -281,29 +288,74 @@ def q4_training(ctx: CheckContext) -> None:
     ctx.student.construct("DotProdAttention", hidden_size=4)  # a clear message first when the class is missing
     strings = evaluation_strings(np.random.default_rng(EVALUATION_SEED), EVALUATION_STRINGS)
     harness = ctx.student.function("grade_reversal").with_time_limit(TRAINING_SECONDS)
-    exact, per_char, weights, predicted = train_and_score(ctx, harness, strings, None)
-    runs = trainings(exact, lambda: train_and_score(ctx, harness, strings, SECOND_SEED)[0])
-    mean = float(np.mean(runs))
+    verdict = staged_verdict()
+    trained = staged_training(ctx, harness, strings, verdict)
     figures = (f"reference {REFERENCE_EXACT:.1%}, the model without attention {BASELINE_EXACT:.1%}")
-    reached = what_it_reached(runs, per_char, len(strings))
-    if mean >= PASS_EXACT:  # a failure says the same in its message
+    if trained.decision is not None:  # decided at a stage before the last: the staged verdict
+        passed = trained.decision
+        reached = decided_after(trained, verdict, len(strings))
+        told = f"{figures}; {trained.exact:.0%} after {trained.epochs:g} epochs"
+    else:  # trained to the end: a result near the mark is trained again, and the mean decides
+        runs = trainings(trained.exact, lambda: train_and_score(ctx, harness, strings, SECOND_SEED, verdict.work)[0])
+        passed = float(np.mean(runs)) >= PASS_EXACT
+        reached = what_it_reached(runs, trained.per_char, len(strings))
+        told = f"{figures}; {float(np.mean(runs)):.0%} after {verdict.work:g} epochs"
+    if passed:  # a failure says the same in its message
         ctx.note(f"Your trained model {reached}; the pass mark is {PASS_EXACT:.0%} ({figures}).")
+    weights = trained.weights
     if weights.array is not None and weights.shape == (len(strings), max(map(len, strings)) + 1,
                                                        max(map(len, strings))):
         maps = weights.array.astype(np.float64)
         peaks, near = anti_diagonal(maps, strings)
-        ctx.note(f"Its attention: the highest weight falls on the character being written (the anti-diagonal) at "
-                 f"{peaks:.0%} of output steps, and {near:.2f} of the weight lies within one position of it "
-                 f"(reference: {REFERENCE_PEAKS:.0%} and {REFERENCE_NEAR:.2f}).")
+        ctx.note(f"Its attention after {trained.epochs:g} epochs: the highest weight falls on the character being "
+                 f"written (the anti-diagonal) at {peaks:.0%} of output steps, and {near:.2f} of the weight lies "
+                 f"within one position of it (reference after {verdict.work:g} epochs: {REFERENCE_PEAKS:.0%} and "
+                 f"{REFERENCE_NEAR:.2f}).")
         source = strings[0]
         ideal = np.eye(len(source))[::-1]
         ctx.draw(f"trained attention while reversing '{source}'", maps[0, :len(source), :len(source)], ideal,
                  axes=SOURCE_TARGET, reference_title="Ideal (anti-diagonal)", xticks=tuple(source),
-                 yticks=tuple(predicted[0][:len(source)].ljust(len(source), "?")))
-    ctx.expect(mean >= PASS_EXACT,
+                 yticks=tuple(trained.predicted[0][:len(source)].ljust(len(source), "?")))
+    ctx.expect(passed,
                f"the model trained with your DotProdAttention {reached}, below the pass mark of {PASS_EXACT:.0%} "
                f"({figures}): check your attention against the unit checks above",
-               hint=f"the trained model reversed {mean:.0%} of the strings, below {PASS_EXACT:.0%}")
+               hint=f"the trained model reversed too few of the strings ({told}); the pass mark is {PASS_EXACT:.0%}")
+
+
+def staged_verdict() -> StagedVerdict:
+    """The training check's stages, as the calibration measured them (training_stages.py)."""
+    return StagedVerdict(calibrated.MARK, tuple(Stage(*stage) for stage in calibrated.STAGES))
+
+
+@dataclass(frozen=True)
+class Trained:
+    exact: float  # after ``epochs``
+    per_char: float
+    weights: Returned
+    predicted: list[str]
+    epochs: float  # trained when it stopped
+    decision: bool | None  # the staged verdict's (True: passes), or None: trained to the end
+    threshold: float  # the one it cleared, or fell under, at ``epochs``
+
+
+def staged_training(ctx: CheckContext, harness: StudentFunction, strings: list[str],
+                    verdict: StagedVerdict) -> Trained:
+    """One training from the harness's seed, scored after each stage until a stage before the last decides."""
+    for index, stage in enumerate(verdict.stages):
+        exact, per_char, weights, predicted = train_and_score(ctx, harness, strings, HARNESS_SEED, stage.after)
+        decision = verdict.decide(stage, exact)
+        if decision is not None and index < len(verdict.stages) - 1:
+            threshold = stage.pass_at if decision else stage.fail_below
+            return Trained(exact, per_char, weights, predicted, stage.after, decision, threshold)
+    return Trained(exact, per_char, weights, predicted, verdict.work, None, PASS_EXACT)
+
+
+def decided_after(trained: Trained, verdict: StagedVerdict, strings: int) -> str:
+    side = f"{trained.threshold:.1%} or more" if trained.decision else f"under {trained.threshold:.1%}"
+    further = "passed" if trained.decision else "failed"
+    return (f"reversed {trained.exact:.1%} of {strings} strings the grader chose exactly ({trained.per_char:.1%} of "
+            f"characters) after {trained.epochs:g} of {verdict.work:g} epochs, which decides it: at {side} after "
+            f"{trained.epochs:g} epochs, every training measured {further} (the training stopped there)")
 
 
 def trainings(first: float, again: Callable[[], float]) -> list[float]:
@@ -322,13 +374,14 @@ def what_it_reached(runs: list[float], per_char: float, strings: int) -> str:
             f"mark, where another computer's rounding could tip it): {float(np.mean(runs)):.1%} on average")
 
 
-def train_and_score(ctx: CheckContext, harness: StudentFunction, strings: list[str],
-                    seed: int | None) -> tuple[float, float, Returned, list[str]]:
-    """One training by the harness (from its own seed, or ``seed``): the exact-match and per-character accuracy of
-    the trained model on ``strings``, its attention weights as returned, and what it wrote."""
+def train_and_score(ctx: CheckContext, harness: StudentFunction, strings: list[str], seed: int,
+                    epochs: float) -> tuple[float, float, Returned, list[str]]:
+    """The harness's training from ``seed`` for ``epochs`` epochs (going on with the same training from a stage
+    before): the exact-match and per-character accuracy of the model on ``strings``, its attention weights as
+    returned, and what it wrote."""
     longest = max(map(len, strings))
     try:
-        got = harness(Arg.name("DotProdAttention"), " ".join(strings), *(() if seed is None else (seed,)))
+        got = harness(Arg.name("DotProdAttention"), " ".join(strings), seed, epochs)
     except StudentRaised as exc:
         raise WrongAnswer(f"training the reversal model with your DotProdAttention failed: {exc.message}",
                           hint=f"training with your DotProdAttention raised {exc.exc_type}") from None

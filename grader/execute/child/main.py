@@ -312,11 +312,13 @@ def _limit_device_memory(budget: int, device: str) -> None:
     torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(index) + budget) / total), index)
 
 
-def warm_up() -> None:
+def warm_up(*, training: bool = False) -> None:
     """Pay, once in the zygote, the first-call costs every student process would pay again after each fork: the
     random generators' first seeding (about 10 ms for NumPy's), torch's dispatch and kernels for the operations
-    attention code uses, the wire's encoders. Runs no student code and keeps nothing but library state; one thread,
-    CPU only (CUDA must not be initialised before a fork)."""
+    attention code uses, the wire's encoders; with ``training`` (an assignment that trains a model in the student's
+    process), an optimiser's first step, whose first construction imports torch's compiler (about 0.8 s). Runs no
+    student code and keeps nothing but library state; one thread, CPU only (CUDA must not be initialised before a
+    fork)."""
     random.seed(0)
     np.random.seed(0)
     torch.manual_seed(0)
@@ -339,6 +341,13 @@ def warm_up() -> None:
     for item, blob in zip(described["items"][:2], blobs):
         convert.decode({"kind": item["kind"], "dtype": "float32", "blob": 0}, [blob], {}, "cpu", {})
     inspect.signature(torch.nn.Linear)
+    if training:
+        lstm = torch.nn.LSTM(4, 4, batch_first=True)
+        optimizer = torch.optim.Adam(lstm.parameters(), lr=1e-3)
+        outputs, _ = lstm(x)
+        torch.nn.functional.cross_entropy(outputs.reshape(-1, 4), torch.zeros(6, dtype=torch.long)).backward()
+        optimizer.step()
+        optimizer.zero_grad()
 
 
 def _fork_for_question() -> int:

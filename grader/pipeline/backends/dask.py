@@ -77,9 +77,9 @@ def _assignment(name: str) -> Assignment:
 
 
 @functools.cache
-def _warm_pool(sandbox: str, device: str, limits: Limits, size: int) -> WorkerPool:
+def _warm_pool(sandbox: str, device: str, limits: Limits, size: int, training: bool) -> WorkerPool:
     """This Dask worker's warm workers, one per thread, kept for every task it runs."""
-    pool = WorkerPool(size=size, sandbox=isolation.detect(sandbox), device=device, limits=limits)
+    pool = WorkerPool(size=size, sandbox=isolation.detect(sandbox), device=device, limits=limits, training=training)
     atexit.register(pool.close)
     return pool
 
@@ -103,7 +103,7 @@ def grade_parcel(parcel: Parcel, settings: RunSettings) -> str:
             f"this Dask worker would grade {settings.assignment} differently from the machine that sent it (its "
             "solutions, grader version, torch, NumPy, device or limits differ): install the same checkout on "
             "every worker")
-    pool = _warm_pool(settings.sandbox, settings.device, settings.limits, _threads())
+    pool = _warm_pool(settings.sandbox, settings.device, settings.limits, _threads(), spec.trains)
     with tempfile.TemporaryDirectory(prefix="grader-parcel-") as folder:
         root = Path(folder)
         path = root / parcel.source

@@ -78,11 +78,11 @@ def _start_job(settings: RunSettings, pages: PagesSettings, run: lifetime.Owner)
     signal.signal(signal.SIGINT, _leave_to_the_run)
     stacks_on_request()
     lifetime.stop_when_gone(run, STOP_SECONDS)  # a run killed outright does not stop its job processes itself
+    spec = load_assignment(settings.assignment, solutions_dir=settings.solutions_dir)
     pool = WorkerPool(size=1, sandbox=isolation.detect(settings.sandbox), device=settings.device,
-                      limits=settings.limits)
+                      limits=settings.limits, training=spec.trains)
     # A job process ends through multiprocessing, which runs its finalizers, not atexit's handlers.
     multiprocessing.util.Finalize(pool, pool.close, exitpriority=10)
-    spec = load_assignment(settings.assignment, solutions_dir=settings.solutions_dir)
     # The files the run read its own from at its start, under the output folder's lock: the same marks here.
     _job.update(settings=settings, pages=pages, pool=pool, spec=spec,
                 adjust=Adjustments(pages.out_dir, spec, pages.rule, review=pages.review))

@@ -34,10 +34,11 @@ pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs shar
 PINNED = {
     "keras_additive_attention": ("q1.key_omitted", "KerasAdditiveAttention(dim=4, use_scale=True, causal=False, "
                                                    "dropout=0.0) raised NotImplementedError", set()),
-    "attention_scoring": ("q1.textbook_1d", "masked_softmax(...) raised NotImplementedError", {"ex1", "ex3"}),
+    "attention_scoring": ("q1.textbook_1d", "not written yet: masked_softmax(...) raised NotImplementedError",
+                          {"ex1", "ex3"}),
     "bahdanau_attention": ("q1.seed_example", "AdditiveAttention(input_dim=20, hidden_dim=32) raised "
                                               "NotImplementedError", set()),
-    "practical10": ("q1.practical", "scaled_dot_product_attention(...) raised NotImplementedError",
+    "practical10": ("q1.practical", "not written yet: scaled_dot_product_attention(...) raised NotImplementedError",
                     {"compare", "maps"}),
 }
 # Every assignment with a solution notebook (solutions/<name>/solution.ipynb), found (tests/conftest.py).

@@ -10,7 +10,7 @@ from grader.check.compare import compare_tensor
 from grader.check.context import CheckContext
 from grader.check.load import available_assignments, load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, RubricItem, WrittenQuestion
-from grader.check.staged import Stage, StagedVerdict
+from grader.check.staged import Stage, StagedVerdict, calibrate, error_rates
 from grader.check.student import StudentFunction, StudentObject
 from grader.check.variants import memoised, substitutable
 from grader.errors import StudentRaised, WrongAnswer
@@ -22,5 +22,5 @@ from grader.times import LatePolicy
 
 __all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Limits", "Question",
            "Returned", "RubricItem", "Stage", "StagedVerdict", "StudentFunction", "StudentObject", "StudentRaised",
-           "WrittenQuestion", "WrongAnswer", "assignment_file", "available_assignments", "compare_tensor",
-           "load_assignment", "load_solution_module", "memoised", "substitutable"]
+           "WrittenQuestion", "WrongAnswer", "assignment_file", "available_assignments", "calibrate", "compare_tensor",
+           "error_rates", "load_assignment", "load_solution_module", "memoised", "substitutable"]

@@ -18,7 +18,7 @@ from grader.check import load_assignment
 from grader.check.signature import Parameter, mismatch_message, plan_call
 from grader.discover import Submission
 
-from .conftest import write
+from .conftest import ROOT, write
 from .sample_classes import student_reads
 from .warm_workers import grade_one
 
@@ -156,3 +156,67 @@ def test_arguments_that_say_nothing_are_told_once_not_guessed(tmp_path: Path) ->
             "input_dim and hidden_dim")
     assert q1.score == 0 and " ".join(q1.notes).count(said) == 1
     assert all(student_reads(result, c.check_id).startswith(said) for c in result.checks if c.question == "q1")
+
+
+# ----- sizes an older edition's constructor takes explicitly --------------------------------------------------------
+# attention_scoring's AdditiveAttention is built with (num_hiddens, dropout) and offers key_size and query_size to a
+# constructor that takes them (the book's older edition): under these names too, in any order.
+SIZE_FORMS = {
+    "query_size": ("query_size", "q_size", "d_q", "query_dim", "dim_q", "queries_dim", "n_query", "qdim", "q_dim",
+                   "query_features", "queryDim", "num_queries_features"),
+    "key_size": ("key_size", "k_size", "d_k", "key_dim", "dim_k", "keys_dim", "n_key", "kdim", "k_dim",
+                 "key_features", "keyDim", "num_key_features"),
+}
+# Names of a query or key that say no size: never given one.
+NOT_SIZES = ("queries", "keys", "query", "key", "q", "k")
+
+
+@given(st.sampled_from(SIZE_FORMS["query_size"]), st.sampled_from(SIZE_FORMS["key_size"]),
+       st.sampled_from(SAYS_ITS_ROLE["num_hiddens"]), st.sampled_from(SAYS_ITS_ROLE["dropout"]),
+       st.permutations(range(4)), st.booleans())
+def test_an_older_editions_explicit_sizes_are_bound_by_role_in_any_order(
+        query: str, key: str, hiddens: str, dropout: str, order: list[int], dropout_default: bool) -> None:
+    names = [query, key, hiddens, dropout]
+    params = [Parameter(names[i], "either", i == 3 and dropout_default) for i in order]
+    plan = plan_call(params, {"num_hiddens": 8, "dropout": 0.1}, {"key_size": 3, "query_size": 5})
+    assert not plan.problem, plan
+    assert plan.kwargs == {query: 5, key: 3, hiddens: 8, dropout: 0.1}
+
+
+@given(st.sampled_from(NOT_SIZES), st.sampled_from(SIZE_FORMS["key_size"]), st.permutations(range(4)))
+def test_a_name_that_says_no_size_gets_none_and_the_mismatch_is_the_graders_to_tell(
+        other: str, key: str, order: list[int]) -> None:
+    """A parameter left with nothing to take is told with both signatures, never called into a TypeError that
+    would read as the student's code raising."""
+    names = [other, key, "num_hiddens", "dropout"]
+    params = [Parameter(names[i], "either", False) for i in order]
+    plan = plan_call(params, {"num_hiddens": 8, "dropout": 0.1}, {"key_size": 3, "query_size": 5})
+    assert other not in plan.kwargs
+    assert plan.problem == f"nothing it passes is for `{other}`"
+    assert mismatch_message("AdditiveAttention", params, ["num_hiddens", "dropout"], plan).startswith(
+        f"AdditiveAttention takes ({', '.join(p.name for p in params)}); the assignment passes num_hiddens, dropout: "
+        f"nothing it passes is for `{other}`.")
+
+
+OLDER_EDITION = (ROOT / "tests" / "submissions" / "attention_scoring" / "older_edition.py").read_text()
+OLDER_SIGNATURE = "    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):\n"
+OLDER_BODY = ("        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)\n"
+              "        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)\n")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("query", "key", "first"), [("q_size", "k_size", "query"), ("d_q", "d_k", "query"),
+                                                     ("query_dim", "key_dim", "key"), ("dim_q", "kdim", "key")])
+def test_an_explicit_size_constructor_under_names_of_its_own_keeps_its_points(
+        tmp_path: Path, query: str, key: str, first: str) -> None:
+    assert OLDER_SIGNATURE in OLDER_EDITION and OLDER_BODY in OLDER_EDITION
+    sizes = f"{query}, {key}" if first == "query" else f"{key}, {query}"
+    signature = f"    def __init__(self, {sizes}, num_hiddens, dropout, **kwargs):\n"
+    source = OLDER_EDITION.replace(OLDER_SIGNATURE, signature).replace(
+        OLDER_BODY, OLDER_BODY.replace("(key_size,", f"({key},").replace("(query_size,", f"({query},"))
+    path = write(tmp_path, "student.py", source)
+    result = grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                       assignment=load_assignment("attention_scoring"), root=path.parent)
+    q2 = next(q for q in result.questions if q.id == "q2")
+    assert q2.score == q2.max_score, [(c.check_id, c.message) for c in q2.checks if not c.passed]
+    assert f"key_size as `{key}`" in " ".join(c.line for c in q2.choices)

@@ -13,6 +13,10 @@ by what the names say, never by position alone:
 5. the last argument left to the one parameter left that needs a value (or the only one left), unless that
    parameter's name says another role.
 
+An optional argument (``key_size``, a size a correct answer may take or not) goes to the parameter of its name, or
+else to the one parameter whose name says the same role and a size (``k_size``, ``d_k``, ``key_dim``, ``dim_k``,
+``keys_dim``, ``n_key``, ``kdim``), as an older edition's explicit-size constructor has it, in any order.
+
 Arguments still unmatched go into ``**kwargs`` by their own names when the signature takes them and needs nothing
 else; otherwise the signature cannot be matched, which the check reports once for the question as such ("X takes
 (d_model, max_len=5000, drop=0.1); the assignment passes num_hiddens, dropout: could not match ..."), never as the
@@ -32,9 +36,9 @@ from typing import Any
 ROLE_WORDS: dict[str, frozenset[str]] = {
     "hidden": frozenset({"hidden", "hiddens", "hid"}),
     "input": frozenset({"in", "input", "inputs", "inp"}),
-    "query": frozenset({"q", "query", "queries", "qry"}),
-    "key": frozenset({"k", "key", "keys"}),
-    "value": frozenset({"v", "value", "values", "val"}),
+    "query": frozenset({"q", "query", "queries", "qry", "qdim"}),
+    "key": frozenset({"k", "key", "keys", "kdim"}),
+    "value": frozenset({"v", "value", "values", "val", "vdim"}),
     "dropout": frozenset({"dropout", "drop", "p", "rate", "prob"}),
     "heads": frozenset({"heads", "head", "nhead", "nheads"}),
     "length": frozenset({"len", "lens", "length", "lengths", "maxlen", "max", "positions"}),
@@ -44,6 +48,8 @@ ROLE_WORDS: dict[str, frozenset[str]] = {
 }
 # Words of a size that says no more than that (Keras's `units`, a transformer's `d_model`).
 GENERIC_SIZE = frozenset({"dim", "dims", "size", "d", "model", "units", "features", "width", "embed", "emb"})
+# Words that make a name a size, with a role's word beside them (`n_query`, nn.MultiheadAttention's `kdim`).
+SIZE_WORDS = GENERIC_SIZE | {"n", "num", "number", "sz", "qdim", "kdim", "vdim"}
 
 POSITIONAL_KINDS = ("positional", "either")
 
@@ -76,9 +82,15 @@ def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
     kwargs = {k: v for k, v in optional.items() if k in named}
     unmatched = [k for k in wanted if k not in named]
     kwargs.update({k: v for k, v in wanted.items() if k in named})
-    if not unmatched:
-        return CallPlan((), kwargs)
     free = [p for p in signature if p.kind in (*POSITIONAL_KINDS, "keyword") and p.name not in kwargs]
+    asked = {role for k in unmatched for role in roles(k)}  # a role an argument of the call has is left to it
+    sizes = _sizes_by_role([k for k in optional if k not in named and not roles(k) & asked],
+                           [p for p in free if p.kind in ("either", "keyword")])
+    kwargs.update({theirs: optional[ours] for ours, theirs in sizes.items()})
+    by_role = tuple(sizes.items())
+    if not unmatched:
+        return _unfilled(signature, CallPlan((), kwargs, by_role))
+    free = [p for p in free if p.name not in sizes.values()]
     matched = _match(unmatched, free, aliases or {})
     left = [k for k in unmatched if k not in matched]
     still_required = [p for p in free if not p.has_default and p.name not in matched.values()]
@@ -103,7 +115,19 @@ def plan_call(signature: Sequence[Parameter] | None, wanted: Mapping[str, Any],
         if student not in {p.name for p in signature if p.kind == "positional"}:
             kwargs[student] = wanted[ours]
     renamed = tuple((ours, matched[ours]) for ours in unmatched if ours in matched)
-    return CallPlan(tuple(args), kwargs, renamed)
+    return _unfilled(signature, CallPlan(tuple(args), kwargs, renamed + by_role))
+
+
+def _unfilled(signature: Sequence[Parameter], plan: CallPlan) -> CallPlan:
+    """The plan, or its problem when a parameter that needs a value would get none: the call would raise a
+    TypeError that is the grader's failure to match, not the student's code failing."""
+    given = len(plan.args)
+    positional = [p.name for p in signature if p.kind == "positional"]
+    missing = [p.name for p in signature if p.kind in (*POSITIONAL_KINDS, "keyword") and not p.has_default
+               and p.name not in plan.kwargs and not (p.name in positional and positional.index(p.name) < given)]
+    if not missing:
+        return plan
+    return CallPlan((), plan.kwargs, problem=f"nothing it passes is for {_join([f'`{m}`' for m in missing])}")
 
 
 def words(name: str) -> set[str]:
@@ -117,6 +141,19 @@ def roles(name: str) -> frozenset[str]:
     said = words(name)
     return frozenset(role for role, role_words in ROLE_WORDS.items() if said & role_words)
 
+
+
+def says_size(name: str) -> bool:
+    """``d_q``, ``query_dim``, ``n_query``, ``kdim``: a size, of what its other words say."""
+    return bool(words(name) & SIZE_WORDS)
+
+
+def _sizes_by_role(optional: Sequence[str], params: Sequence[Parameter]) -> dict[str, str]:
+    """Optional size arguments -> the one parameter each whose name says the same role and a size, one for one."""
+    options = {ours: [p.name for p in params if roles(ours) and roles(p.name) == roles(ours) and says_size(p.name)]
+               for ours in optional if says_size(ours)}
+    claimed = [name for names in options.values() for name in names]
+    return {ours: names[0] for ours, names in options.items() if len(names) == 1 and claimed.count(names[0]) == 1}
 
 
 def _generic(name: str) -> bool:

@@ -3,8 +3,8 @@ run once per student id in the same fork of the loaded submission (a class run l
 
 Every check draws its random cases from the seed of (assignment, student, check), so this is what shows that a
 known-wrong submission fails the same checks whoever hands it in. Nothing is shrunk (the search for a smaller case
-never changes a score), and a question graded with a reference is not run again with the student's own code (that
-comparison is informative only). A check is run once per distinct seed: a check's run is a function of the program
+never changes a score), and a question graded with a reference is not run again with the student's own code (the
+dependency rule's choice between the two is tests/test_consistent_conventions.py's). A check is run once per distinct seed: a check's run is a function of the program
 and its seed alone (``CheckContext(student=code, seed=seed)``), and a public check's seed is everyone's, so running
 it again for another student id would repeat the same computation.
 """
@@ -21,7 +21,7 @@ from grader.check.student import StudentCode
 from grader.discover import read_program
 from grader.execute import isolation
 from grader.execute.workers import Worker
-from grader.results import CRASHED, TIMEOUT, CheckResult
+from grader.results import CRASHED, TIMEOUT, CheckResult, Choice, QuestionResult
 
 
 class SeedSweep(SubmissionRunner):
@@ -48,9 +48,9 @@ class SeedSweep(SubmissionRunner):
         assert first is not None
         return first
 
-    def _compare_with_own(self, question: Question, checks: list[CheckResult], *, compared: bool,
-                          last: bool) -> tuple[list[CheckResult], list[str]]:
-        return checks, []
+    def _with_own_answers(self, question: Question, checks: list[CheckResult], done: dict[str, QuestionResult], *,
+                          last: bool) -> tuple[list[CheckResult], list[str], list[Choice]]:
+        return checks, [], []  # a run with the student's own answers would record its statuses over these
 
     def failing(self) -> dict[str, frozenset[str]]:
         """Each student's failing checks."""

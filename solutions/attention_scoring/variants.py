@@ -110,6 +110,32 @@ def q1_ignores_2d_valid_lens(X: np.ndarray, valid_lens: np.ndarray | None) -> np
     return ref.softmax(np.where(key_mask(X, valid_lens, first_query_only=True), X, ref.MASK_VALUE))
 
 
+@variant("q1", replaces=ref.masked_softmax, name="valid_lens read as padding lengths",
+         explain="Your masked_softmax keeps the first num_keys - valid_len keys, as if valid_lens counted the padded "
+                 "keys at the end: valid_lens counts the valid keys from the start, so keep positions 0 to "
+                 "valid_len - 1 (torch.arange(num_keys) < valid_lens) and hide the rest.",
+         mutation=[("positions[None, None, :] < valid_lens[:, :, None]",
+                    "positions[None, None, :] < num_keys - valid_lens[:, :, None]")])
+def q1_padding_lengths(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is None:
+        return ref.softmax(X)
+    return ref.softmax(np.where(key_mask(X, X.shape[-1] - np.asarray(valid_lens)), X, ref.MASK_VALUE))
+
+
+@variant("q1", replaces=ref.masked_softmax, name="the last valid_len keys kept",
+         explain="Your masked_softmax keeps the last valid_len keys and hides the first ones, counting the valid keys "
+                 "from the end: padding comes after the valid keys, so keep positions 0 to valid_len - 1 "
+                 "(torch.arange(num_keys) < valid_lens) and hide the rest.",
+         mutation=[("positions[None, None, :] < valid_lens[:, :, None]",
+                    "positions[None, None, :] >= num_keys - valid_lens[:, :, None]")])
+def q1_last_keys_kept(X: np.ndarray, valid_lens: np.ndarray | None) -> np.ndarray:
+    X = np.asarray(X, np.float64)
+    if valid_lens is None:
+        return ref.softmax(X)
+    return ref.softmax(np.where(~key_mask(X, X.shape[-1] - np.asarray(valid_lens)), X, ref.MASK_VALUE))
+
+
 # ----- q2 AdditiveAttention --------------------------------------------------------------------------------------
 ADDITIVE_FEATURES = "        features = torch.tanh(q[:, :, None, :] + k[:, None, :, :])  # (b, q, k, h)\n"
 ADDITIVE_RETURN = """        return torch.einsum('bqk,bkv->bqv',

@@ -20,8 +20,9 @@ variant = ASSIGNMENT.variant
 
 def attend(query: np.ndarray, value: np.ndarray, key: np.ndarray | None, *, scale: np.ndarray | None,
            query_mask: np.ndarray | None, value_mask: np.ndarray | None, causal: bool, upper: bool = False,
-           masking: str = "subtract") -> tuple[np.ndarray, np.ndarray]:
-    """The reference with one thing changed: ``upper`` the causal mask triu instead of tril; ``masking`` "subtract"
+           masking: str = "subtract", hidden_true: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The reference with one thing changed: ``upper`` the causal mask triu instead of tril; ``hidden_true`` the
+    value mask read as True where a key is hidden; ``masking`` "subtract"
     (1e9 from the masked scores), "zero" (masked scores set to 0) or "after" (masked weights zeroed after the
     softmax). The arguments a variant ignores are passed as None."""
     key = value if key is None else key
@@ -34,7 +35,7 @@ def attend(query: np.ndarray, value: np.ndarray, key: np.ndarray | None, *, scal
     if causal:
         allowed = allowed & (np.triu if upper else np.tril)(np.ones((tq, tv), dtype=bool))
     if value_mask is not None:
-        allowed = allowed & value_mask.astype(bool)[:, None, :]
+        allowed = allowed & (~value_mask.astype(bool) if hidden_true else value_mask.astype(bool))[:, None, :]
     if masking == "zero":
         weights = ref.softmax(np.where(allowed, scores, 0.0))
     elif masking == "after":
@@ -83,6 +84,19 @@ def q2_value_mask_ignored(query: np.ndarray, value: np.ndarray, key: np.ndarray 
                           scale: np.ndarray | None = None, query_mask: np.ndarray | None = None,
                           value_mask: np.ndarray | None = None, causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return attend(query, value, key, scale=scale, query_mask=query_mask, value_mask=None, causal=causal)
+
+
+@variant("q2", replaces=ref.additive_attention, name="value_mask read as True where a key is hidden",
+         explain="Your distribution gives weight to the keys value_mask marks False and none to those it marks True, "
+                 "as PyTorch's key_padding_mask means it (True = padding): in Keras, value_mask is True for the keys "
+                 "to attend to, so keep those (allowed & value_mask.unsqueeze(-2)).",
+         mutation=[("            allowed = allowed & value_mask.unsqueeze(-2)\n",
+                    "            allowed = allowed & ~value_mask.unsqueeze(-2)\n")])
+def q2_value_mask_inverted(query: np.ndarray, value: np.ndarray, key: np.ndarray | None = None, *,
+                           scale: np.ndarray | None = None, query_mask: np.ndarray | None = None,
+                           value_mask: np.ndarray | None = None, causal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    return attend(query, value, key, scale=scale, query_mask=query_mask, value_mask=value_mask, causal=causal,
+                  hidden_true=True)
 
 
 @variant("q2", replaces=ref.additive_attention, name="causal mask reversed",

@@ -129,8 +129,9 @@ def test_masked_softmax_written_for_a_mask_is_named_on_each_check_that_passes_le
     for check in failed.values():
         assert check.diagnosis is not None, (check.check_id, check.message)
         assert check.diagnosis.variant == "q1.lengths_as_mask"
+        kind = "a boolean mask True where a key is padding" if idiom == "padding_mask" else "a boolean mask"
         assert check.diagnosis.explanation == (
-            "Your masked_softmax uses valid_lens as a boolean mask (given one, it passes this check), but valid_lens "
+            f"Your masked_softmax uses valid_lens as {kind} (given one, it passes this check), but valid_lens "
             "holds each sequence's number of valid keys (lengths such as [2, 3]): build the mask from it, "
             "torch.arange(num_keys) < valid_lens[..., None]")
     # q2-q4 are graded with the reference masked_softmax: the mistake costs points in q1 only.

@@ -210,15 +210,18 @@ def lengths_as_mask(check: CheckSpec, seed: int, code: StudentCode, search: Mask
             return None, True
         if outcome == PASSED:
             search.found = form
-            return _diagnosis(check, calls[0]), False
+            return _diagnosis(check, calls[0], form), False
         if outcome == RAISED:
             skip.add(replace(form, valid=not form.valid))
     return None, False
 
 
-def _diagnosis(check: CheckSpec, call: LengthsCall) -> Diagnosis:
+def _diagnosis(check: CheckSpec, call: LengthsCall, form: MaskForm) -> Diagnosis:
+    """Named as what the code takes: a mask, True for the valid keys or (PyTorch's key_padding_mask) for the
+    padded ones."""
     name = call.parameter
+    kind = "a boolean mask" if form.valid else "a boolean mask True where a key is padding"
     return Diagnosis(f"{check.question}.lengths_as_mask", f"{name} used as a mask",
-                     f"Your {call.label} uses {name} as a boolean mask (given one, it passes this check), but {name} "
-                     f"holds each sequence's number of valid keys (lengths such as [2, 3]): build the mask from it, "
+                     f"Your {call.label} uses {name} as {kind} (given one, it passes this check), but {name} holds "
+                     f"each sequence's number of valid keys (lengths such as [2, 3]): build the mask from it, "
                      f"torch.arange(num_keys) < {name}[..., None]")

@@ -145,6 +145,12 @@ class Diagnosis:
     variant: str  # "q1.softmax_queries_axis"
     name: str  # "softmax over the queries axis", for the dashboard
     explanation: str  # what the code does, and the fix
+    where: str = ""  # where the student's code that does it is: "your masked_softmax, cell [2], line 5"
+
+    @property
+    def said(self) -> str:
+        """The explanation as a student reads it, with where their code is."""
+        return f"{self.explanation} Where: {self.where}." if self.where else self.explanation
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ run once per student id in the same fork of the loaded submission (a class run l
 Every check draws its random cases from the seed of (assignment, student, check), so this is what shows that a
 known-wrong submission fails the same checks whoever hands it in. Nothing is shrunk (the search for a smaller case
 never changes a score), and a question graded with a reference is not run again with the student's own code (the
-dependency rule's choice between the two is tests/test_consistent_conventions.py's). A check is run once per distinct seed: a check's run is a function of the program
-and its seed alone (``CheckContext(student=code, seed=seed)``), and a public check's seed is everyone's, so running
-it again for another student id would repeat the same computation.
+dependency rule's choice between the two is tests/test_consistent_conventions.py's). A check is run once per
+distinct seed: a check's run is a function of the program and its seed alone (``CheckContext(student=code,
+seed=seed)``), and a public check's seed is everyone's, so running it again for another student id would repeat the
+same computation.
 """
 
 from __future__ import annotations

@@ -189,3 +189,15 @@ def test_a_question_not_written_is_blamed_on_nothing_else(worker: Any, tmp_path:
         [c.message for c in q3.checks]
     said = [*q3.notes, *(n for c in q3.checks for n in c.notes), *(c.why for c in q3.choices)]
     assert not any("your own" in n or "compared" in n or "AdditiveAttention takes" in n for n in said), said
+
+
+def test_a_named_convention_says_where_the_students_code_is(causal: Any, worker: Any, kit: Any,
+                                                          tmp_path: Path) -> None:
+    """The likely cause ends with the student's function it is in and its line (a module's forward), in the grader
+    and in the kit alike, and nothing where the grader cannot tell."""
+    text = source("true_is_hidden", "hides_true")
+    line = text.splitlines().index("def causal_mask(steps):") + 1
+    for result in (graded(causal, worker, tmp_path, text), in_kernel(kit, text)):
+        mask = next(c for c in result.checks if c.check_id == "q1.mask")
+        assert mask.diagnosis is not None and mask.diagnosis.where == f"your causal_mask, line {line}"
+        assert mask.diagnosis.said.endswith(f"(torch.tril, not triu). Where: your causal_mask, line {line}.")

@@ -447,7 +447,17 @@ class SubmissionRunner:
         diagnosis, lost = lengths_as_mask(check, seed, code, search, raised=raised, deadline=self.deadline)
         if lost:
             self.close()
-        return (dataclasses.replace(result, diagnosis=diagnosis) if diagnosis else result), lost
+        if diagnosis is None:
+            return result, lost
+        return dataclasses.replace(result, diagnosis=self._placed(diagnosis, check, code)), lost
+
+    def _placed(self, diagnosis: Diagnosis, check: CheckSpec, code: StudentCode) -> Diagnosis:
+        """The named mistake with where the student's code that makes it is: the one name the question asks for
+        (a question asking for several leaves it unsaid: the mistake may be in any of them)."""
+        question = next((q for q in self.assignment.questions if q.id == check.question), None)
+        if diagnosis.where or question is None or len(question.defines) != 1:
+            return diagnosis
+        return dataclasses.replace(diagnosis, where=code.defined_where(question.defines[0]))
 
     def _diagnose(self, check: CheckSpec, seed: int, code: StudentCode, failed: CheckContext) -> Diagnosis | None:
         return diagnose(self.assignment, check, seed, code, failed)
@@ -491,6 +501,8 @@ class SubmissionRunner:
                 diagnosis = Diagnosis(named.id, named.name, named.explanation)
             else:
                 diagnosis = self._diagnose(check, seed, code, context)
+            if diagnosis is not None:
+                diagnosis = self._placed(diagnosis, check, code)
             result = outcome(FAILED, exc.message, exc.hint, exc.detail, diagnosis)
             if exc.values:
                 self._value_failures.add(check.id)

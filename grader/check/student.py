@@ -43,6 +43,7 @@ class NameInfo:
     refused: tuple[str, ...] = ()  # a missing name's: the names the grader's d2l refused the student's code
     from_d2l: tuple[str, ...] = ()  # the d2l functions and classes the object is, or its class inherits from
     forward: tuple[Parameter, ...] | None = None  # a module class's forward, less self
+    at: tuple[str, int, str] | None = None  # the student's code a call runs: (file, line, function)
 
     @property
     def called_with(self) -> tuple[Parameter, ...] | None:
@@ -115,6 +116,14 @@ def _place(filename: str, lineno: int) -> str:
         return f"cell [{filename[6:-1]}], line {lineno}"
     provided = _provided_name(filename)
     return f"{provided}, line {lineno}" if provided else f"line {lineno}"
+
+
+def _defined_at(value: Any) -> tuple[str, int, str] | None:
+    try:
+        filename, line, function = value
+        return str(filename), int(line), str(function)
+    except (TypeError, ValueError):
+        return None
 
 
 def _through(called: str) -> str:
@@ -422,6 +431,15 @@ class StudentCode:
     def seed(self, seed: int) -> None:
         self.post({"op": "seed", "seed": seed}, what="seeding", record=False)
 
+    def defined_where(self, name: str) -> str:
+        """'your masked_softmax, cell [2], line 5' (a module class: its forward's), from what this fork already
+        described of ``name`` (no request: asked after a check failed); '' when it does not know."""
+        info = self.known.get(name)
+        if info is None or info.at is None:
+            return ""
+        filename, line, _ = info.at
+        return f"your {name}{'.forward' if info.is_module else ''}, {_place(filename, line)}"
+
     def describe(self, name: str) -> NameInfo:
         """What ``name`` is in the student's namespace, asked once per question's fork (checks ask for the same
         names again and again; a name the fork has is kept for the rest of the question)."""
@@ -434,7 +452,7 @@ class StudentCode:
         signature = reply.get("signature")
         info = NameInfo(True, str(reply.get("type", "")), bool(reply.get("callable")), bool(reply.get("is_class")),
                         bool(reply.get("is_module")), _parameters(signature),
-                        from_d2l=tuple(str(n) for n in reply.get("from_d2l") or ()),
+                        from_d2l=tuple(str(n) for n in reply.get("from_d2l") or ()), at=_defined_at(reply.get("at")),
                         forward=_parameters(reply.get("forward")))
         self.known[name] = info
         return info

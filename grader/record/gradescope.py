@@ -17,7 +17,7 @@ def gradescope_results(result: SubmissionResult) -> dict[str, Any]:
         # Gradescope shows no question notes: a problem the question's checks share is said in each of them.
         lines: tuple[str, ...] = (question_of[check.check_id].said(check),)
         if check.diagnosis is not None:  # as the student's page words it, hidden checks too: it names no input
-            lines += (f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}",)
+            lines += (f"Likely cause: {check.diagnosis.name}. {check.diagnosis.said}",)
         lines += check.notes
         if check.smallest is not None:  # its sizes only, which a hidden check may show too
             lines += (f"Smallest failing case: {check.smallest.text}.",)

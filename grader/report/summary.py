@@ -135,7 +135,7 @@ def _failed_lines(out: _Lines, failed: Iterable[CheckResult]) -> None:
         if first.diagnosis is not None:
             cause = out.paint(f"Likely cause: {first.diagnosis.name}.", "bold")
             out.block(f"{cause} (as above)" if first.diagnosis.variant in told
-                      else f"{cause} {first.diagnosis.explanation}", 6)
+                      else f"{cause} {first.diagnosis.said}", 6)
             told.add(first.diagnosis.variant)
         if first.smallest is not None:  # a failing random check, run again at the smallest sizes that fail it
             out.block(f"Smallest failing case: {first.smallest.text}. {first.smallest.message}", 6)

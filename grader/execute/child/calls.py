@@ -174,12 +174,26 @@ class Calls:
             info["signature"] = _signature(inspect.signature(obj).parameters.values())
         except (TypeError, ValueError):  # no signature Python can read
             info["signature"] = None
+        at = self._defined_at(obj)
+        if at is not None:
+            info["at"] = at
         if info.get("is_module"):  # what a call of an instance takes: the grader names parameters out of order
             try:
                 info["forward"] = _signature(list(inspect.signature(obj.forward).parameters.values())[1:])
             except (TypeError, ValueError, AttributeError):
                 info["forward"] = None
         return info
+
+    def _defined_at(self, obj: Any) -> list[Any] | None:
+        """[file, line, function] of the student's own code a call of ``obj`` runs (a function's, a module class's
+        forward), for the grader to say where a mistake it names is; None for anything else."""
+        try:
+            function = obj.forward if isinstance(obj, type) and issubclass(obj, torch.nn.Module) else obj
+            code = function.__code__
+            filename, line, name = str(code.co_filename), int(code.co_firstlineno), str(code.co_name)
+        except Exception:  # a builtin, a class without its own forward, or attributes that raise: nowhere to tell
+            return None
+        return [filename, line, name] if self.own_frame(filename) else None
 
     def defined_names(self) -> list[str]:
         """The names the student's own code defined at the top level: its functions, classes and instances of its

@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given
 
 from grader.check import load_assignment
-from grader.check.signature import Parameter, mismatch_message, plan_call
+from grader.check.signature import Parameter, mismatch_message, plan_call, roles
 from grader.discover import Submission
+from grader.results import SubmissionResult
 
-from .conftest import ROOT, write
+from .conftest import write
 from .sample_classes import student_reads
 from .warm_workers import grade_one
 
@@ -158,65 +159,232 @@ def test_arguments_that_say_nothing_are_told_once_not_guessed(tmp_path: Path) ->
     assert all(student_reads(result, c.check_id).startswith(said) for c in result.checks if c.question == "q1")
 
 
-# ----- sizes an older edition's constructor takes explicitly --------------------------------------------------------
+# ----- sizes, required or optional, by one rule ------------------------------------------------------------------
 # attention_scoring's AdditiveAttention is built with (num_hiddens, dropout) and offers key_size and query_size to a
-# constructor that takes them (the book's older edition): under these names too, in any order.
-SIZE_FORMS = {
-    "query_size": ("query_size", "q_size", "d_q", "query_dim", "dim_q", "queries_dim", "n_query", "qdim", "q_dim",
-                   "query_features", "queryDim", "num_queries_features"),
-    "key_size": ("key_size", "k_size", "d_k", "key_dim", "dim_k", "keys_dim", "n_key", "kdim", "k_dim",
-                 "key_features", "keyDim", "num_key_features"),
-}
-# Names of a query or key that say no size: never given one.
-NOT_SIZES = ("queries", "keys", "query", "key", "q", "k")
+# constructor that takes them (the book's older edition); its BilinearAttention is built with (query_size, key_size,
+# dropout). A size goes to a parameter whose name says its role and a size, in both, however the student spells it.
+ROLE_FORMS = {"query": ("q", "query", "queries", "qry"), "key": ("k", "key", "keys"),
+              "value": ("v", "value", "values", "val")}
+SIZE_BEFORE = ("d", "dim", "n", "num", "size")  # d_q, dim_q, n_query, num_query, size_q
+SIZE_AFTER = ("size", "dim", "dims", "sz", "features", "in_features", "in_dim")  # q_size, query_in_features
+COUNTING = ("n", "num")  # with a plural they count: num_keys
+RUN_TOGETHER = {"before": ("d", "dim"), "after": ("dim", "dims", "size", "sz")}  # dq, kdim, qsize, querydim
 
 
-@given(st.sampled_from(SIZE_FORMS["query_size"]), st.sampled_from(SIZE_FORMS["key_size"]),
-       st.sampled_from(SAYS_ITS_ROLE["num_hiddens"]), st.sampled_from(SAYS_ITS_ROLE["dropout"]),
-       st.permutations(range(4)), st.booleans())
+def joined(first: str, second: str, style: str) -> str:
+    if style == "camel":
+        return first + "".join(w.capitalize() for w in second.split("_"))
+    return f"{first}_{second}".upper() if style == "upper" else f"{first}_{second}"
+
+
+@st.composite
+def size_spelling(draw: st.DrawFn, role: str) -> str:
+    """A name a student gives the size of the queries, keys or values, that says its role and a size."""
+    word = draw(st.sampled_from(ROLE_FORMS[role]))
+    plural = word in ("queries", "keys", "values")
+    before = draw(st.booleans())
+    if before:
+        size = draw(st.sampled_from([w for w in SIZE_BEFORE if not (plural and w in COUNTING)]))
+    else:
+        size = draw(st.sampled_from(SIZE_AFTER))
+    together = (len(word) == 1 if before else "_" not in size) and size in RUN_TOGETHER["before" if before else "after"]
+    style = draw(st.sampled_from(["snake", "camel", "upper", *(["together"] if together else [])]))
+    if style == "together":
+        return size + word if before else word + size
+    return joined(size, word, style) if before else joined(word, size, style)
+
+
+# Names that say a query's or key's role but not that they are its size: the tensor's own name, a count of them, a
+# length, another role beside it; or a size of two roles at once.
+@st.composite
+def no_size_spelling(draw: st.DrawFn, role: str) -> str:
+    word = draw(st.sampled_from(ROLE_FORMS[role]))
+    plural = {"query": "queries", "key": "keys", "value": "values"}[role]
+    other = "key" if role == "query" else "query"
+    return draw(st.sampled_from([word, word.capitalize(), f"num_{plural}", f"n_{plural}", f"{word}_len",
+                                 f"max_{word}_len", f"{word}_scale", f"{word}_{other}_dim", f"d_{word[0]}{other[0]}",
+                                 f"{word[0]}{other[0]}_size"]))
+
+
+@st.composite
+def explicit_sizes(draw: st.DrawFn) -> tuple[dict[str, str], list[Parameter]]:
+    """An older edition's explicit-size constructor (its sizes, a hidden size and a dropout rate, with or without the
+    values' size) under names of the student's own, in any order, the dropout rate with or without a default."""
+    sizes = ("query_size", "key_size", *(("value_size",) if draw(st.booleans()) else ()))
+    theirs = {ours: draw(size_spelling(ours.removesuffix("_size"))) for ours in sizes}
+    theirs["num_hiddens"] = draw(st.sampled_from(SAYS_ITS_ROLE["num_hiddens"]))
+    theirs["dropout"] = draw(st.sampled_from(SAYS_ITS_ROLE["dropout"]))
+    order = draw(st.permutations(list(theirs)))
+    default = draw(st.booleans())
+    params = [Parameter(theirs[a], "either", a == "dropout" and default, "0.0" if a == "dropout" and default else None)
+              for a in order]
+    return theirs, params
+
+
+VALUES = {"query_size": 5, "key_size": 3, "value_size": 7, "num_hiddens": 8, "dropout": 0.125}
+
+
+@given(explicit_sizes())
 def test_an_older_editions_explicit_sizes_are_bound_by_role_in_any_order(
-        query: str, key: str, hiddens: str, dropout: str, order: list[int], dropout_default: bool) -> None:
-    names = [query, key, hiddens, dropout]
-    params = [Parameter(names[i], "either", i == 3 and dropout_default) for i in order]
-    plan = plan_call(params, {"num_hiddens": 8, "dropout": 0.1}, {"key_size": 3, "query_size": 5})
-    assert not plan.problem, plan
-    assert plan.kwargs == {query: 5, key: 3, hiddens: 8, dropout: 0.1}
+        case: tuple[dict[str, str], list[Parameter]]) -> None:
+    theirs, params = case
+    optional = {ours: VALUES[ours] for ours in theirs if ours.endswith("_size")}
+    plan = plan_call(params, {"num_hiddens": 8, "dropout": 0.125}, optional)
+    assert not plan.problem and plan.args == (), plan
+    assert plan.kwargs == {theirs[ours]: VALUES[ours] for ours in theirs}
 
 
-@given(st.sampled_from(NOT_SIZES), st.sampled_from(SIZE_FORMS["key_size"]), st.permutations(range(4)))
-def test_a_name_that_says_no_size_gets_none_and_the_mismatch_is_the_graders_to_tell(
-        other: str, key: str, order: list[int]) -> None:
-    """A parameter left with nothing to take is told with both signatures, never called into a TypeError that
-    would read as the student's code raising."""
-    names = [other, key, "num_hiddens", "dropout"]
+@given(explicit_sizes(), st.booleans())
+def test_a_size_is_bound_the_same_way_whether_the_assignment_passes_it_or_offers_it(
+        case: tuple[dict[str, str], list[Parameter]], positional_only: bool) -> None:
+    """BilinearAttention(query_size, key_size, dropout) gets its sizes where AdditiveAttention(num_hiddens, dropout)
+    would be offered them, also through positional-only parameters."""
+    theirs, params = case
+    params = [p for p in params if p.name != theirs["num_hiddens"]]
+    if positional_only:  # `def __init__(self, d_q, d_k, /, dropout)`: the sizes first, by position
+        sizes = [p for p in params if p.name != theirs["dropout"]]
+        params = [Parameter(p.name, "positional", False) for p in sizes] + [
+            p for p in params if p.name == theirs["dropout"]]
+    wanted = {ours: VALUES[ours] for ours in theirs if ours in ("query_size", "key_size", "dropout")}
+    offered = {ours: VALUES[ours] for ours in theirs if ours.endswith("_size")}
+    passed, optional = plan_call(params, wanted, {}), plan_call(params, {"dropout": 0.125}, offered)
+    if "value_size" in theirs:  # the assignment passes no values' size: only an offered one fills it
+        assert passed.problem and theirs["value_size"] not in passed.kwargs and passed.args == ()
+        assert not optional.problem
+    else:
+        assert not passed.problem and (passed.args, passed.kwargs) == (optional.args, optional.kwargs)
+    bound = dict(zip([p.name for p in params if p.kind == "positional"], optional.args, strict=False))
+    assert {**bound, **optional.kwargs} == {theirs[ours]: VALUES[ours] for ours in theirs if ours != "num_hiddens"}
+
+
+@given(st.sampled_from(["query", "key"]), st.data(), st.permutations(range(4)), st.booleans())
+def test_a_name_that_does_not_say_a_size_of_one_role_gets_none_and_the_mismatch_is_the_graders_to_tell(
+        role: str, data: st.DataObject, order: list[int], passed: bool) -> None:
+    """Not by a guess: a parameter left with nothing is told with both signatures, never called into a TypeError
+    that would read as the student's code raising; so is a size the assignment passes that finds no parameter."""
+    other = "key" if role == "query" else "query"
+    unclear = data.draw(no_size_spelling(role))
+    names = [unclear, data.draw(size_spelling(other)), "num_hiddens", "dropout"]
     params = [Parameter(names[i], "either", False) for i in order]
-    plan = plan_call(params, {"num_hiddens": 8, "dropout": 0.1}, {"key_size": 3, "query_size": 5})
-    assert other not in plan.kwargs
-    assert plan.problem == f"nothing it passes is for `{other}`"
-    assert mismatch_message("AdditiveAttention", params, ["num_hiddens", "dropout"], plan).startswith(
-        f"AdditiveAttention takes ({', '.join(p.name for p in params)}); the assignment passes num_hiddens, dropout: "
-        f"nothing it passes is for `{other}`.")
+    sizes = {f"{role}_size": 5, f"{other}_size": 3}
+    wanted = {**sizes, "dropout": 0.125} if passed else {"num_hiddens": 8, "dropout": 0.125}
+    plan = plan_call([p for p in params if not (passed and p.name == "num_hiddens")], wanted,
+                     {} if passed else sizes)
+    if passed and roles(unclear) == {role} and not unclear.lower().startswith(("num_", "n_")):
+        # A size the assignment passes goes to a name that says its role alone (`q`, `Keys`): in a constructor it
+        # can be nothing else, and the constructor needs it.
+        assert not plan.problem and plan.kwargs[unclear] == sizes[f"{role}_size"]
+        return
+    assert unclear not in plan.kwargs and plan.args == ()
+    assert plan.problem == (f"could not match {role}_size" if passed else f"nothing it passes is for `{unclear}`")
+    shown = [p for p in params if not (passed and p.name == "num_hiddens")]
+    message = mismatch_message("AdditiveAttention", shown, list(wanted), plan)
+    assert message.startswith(f"AdditiveAttention takes ({', '.join(p.name for p in shown)}); the assignment passes "
+                              f"{', '.join(wanted)}: {plan.problem}.")
+    assert "raised" not in message
 
 
-OLDER_EDITION = (ROOT / "tests" / "submissions" / "attention_scoring" / "older_edition.py").read_text()
-OLDER_SIGNATURE = "    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):\n"
-OLDER_BODY = ("        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)\n"
-              "        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)\n")
+# Any name a student may give a constructor's parameter, with what it says: a size of one role, a hidden size, a
+# dropout rate (of the queries, too), a size of nothing in particular, nothing at all, or nothing clear.
+ANY_NAME = st.one_of(size_spelling("query").map(lambda n: (n, "query")), size_spelling("key").map(lambda n: (n, "key")),
+                     no_size_spelling("query").map(lambda n: (n, "unclear")),
+                     no_size_spelling("key").map(lambda n: (n, "unclear")),
+                     st.sampled_from([(n, "dropout") for n in (*SAYS_ITS_ROLE["dropout"], "q_dropout", "key_drop")]),
+                     st.sampled_from([(n, "hidden") for n in SAYS_ITS_ROLE["num_hiddens"]]),
+                     st.sampled_from([(n, "generic") for n in SAYS_ITS_ROLE["dim"]]),
+                     st.sampled_from([(n, "nothing") for n in SAY_NOTHING]))
+# Where each value may go: its own kind of name, or (the last argument left) one that says nothing of another role,
+# and a size also to a size of nothing in particular; never a dropout rate to a size, nor anything to a name unclear.
+MAY_TAKE = {0.125: {"dropout", "nothing"}, 5: {"query", "nothing", "generic"}, 3: {"key", "nothing", "generic"},
+            8: {"hidden", "nothing", "generic"}}
+
+
+@given(st.lists(ANY_NAME, min_size=1, max_size=5, unique_by=lambda n: n[0].casefold().replace("_", "")),
+       st.lists(st.booleans(), min_size=5, max_size=5), st.sampled_from(CALLS[:3]), st.booleans())
+def test_a_dropout_rate_never_lands_in_a_size_nor_a_size_in_another_role(
+        names: list[tuple[str, str]], defaults: list[bool], call: tuple[str, ...], offer: bool) -> None:
+    wanted = {ours: VALUES[ours] for ours in call}
+    optional = {"query_size": 5, "key_size": 3} if offer and "query_size" not in call else {}
+    plan = plan_call(signature([n for n, _ in names], defaults), wanted, optional)
+    says = dict(names)
+    passed_role = {5: "query", 3: "key"}
+    for name, value in plan.kwargs.items():
+        # A size the assignment passes (not one it offers) may also go to a name that says its role alone (`q`).
+        bare = value in passed_role and ("query_size" in wanted) and roles(name) == {passed_role[value]} and \
+            not name.lower().startswith(("num_", "n_"))
+        assert says[name] in MAY_TAKE[value] or bare, (name, plan)
+
+
+# ----- through the runner: an explicit-size constructor under names of its own -----------------------------------
+# A small attention_scoring submission written for these tests: a masked softmax and an additive attention whose
+# constructor takes its sizes explicitly, as the older edition did, under the names below.
+EXPLICIT_SIZES = """
+    import torch
+    from torch import nn
+
+
+    def masked_softmax(X, valid_lens):
+        if valid_lens is None:
+            return torch.softmax(X, dim=-1)
+        lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+        keep = torch.arange(X.shape[-1], device=X.device) < lens[..., None]
+        return torch.softmax(X.masked_fill(~keep, -1e6), dim=-1)
+
+
+    class AdditiveAttention(nn.Module):
+        def __init__(self, SIGNATURE):
+            super().__init__()
+            self.W_q = nn.Linear(QUERY, HIDDEN, bias=False)
+            self.W_k = nn.Linear(KEY, HIDDEN, bias=False)
+            self.w_v = nn.Linear(HIDDEN, 1, bias=False)
+            self.dropout = nn.Dropout(DROPOUT)
+
+        def forward(self, queries, keys, values, valid_lens):
+            features = torch.tanh(self.W_q(queries)[:, :, None, :] + self.W_k(keys)[:, None, :, :])
+            self.attention_weights = masked_softmax(self.w_v(features).squeeze(-1), valid_lens)
+            return torch.bmm(self.dropout(self.attention_weights), values)
+"""
+
+
+def explicit_sizes_file(folder: Path, names: dict[str, str], signature: list[str]) -> SubmissionResult:
+    source = EXPLICIT_SIZES.replace("SIGNATURE", ", ".join(signature))
+    for word, name in names.items():
+        source = source.replace(word.upper(), name)
+    path = write(folder, "student.py", source)
+    return grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
+                     assignment=load_assignment("attention_scoring"), root=path.parent)
+
+
+def told(result: SubmissionResult, question: str) -> str:
+    q = next(q for q in result.questions if q.id == question)
+    return " ".join([*q.notes, *(c.message for c in q.checks), *(q.said(c) for c in q.checks)])
+
+
+# (query, key, hidden, dropout) as the student names them; each graded in the order given and with the two sizes
+# swapped, the key's first as the older edition had it.
+@pytest.mark.slow
+@pytest.mark.parametrize(("query", "key", "hidden", "dropout"), [
+    ("q_size", "k_size", "num_hiddens", "dropout"), ("d_q", "d_k", "num_hiddens", "dropout"),
+    ("query_dim", "key_dim", "num_hiddens", "dropout"), ("dq", "dk", "d_hid", "dropout=0.0"),
+    ("qsize", "kdim", "hidden_size", "p_drop")])
+def test_an_explicit_size_constructor_under_names_of_its_own_keeps_its_points(
+        tmp_path: Path, query: str, key: str, hidden: str, dropout: str) -> None:
+    names = {"query": query, "key": key, "hidden": hidden, "dropout": dropout.split("=")[0]}
+    for i, signature in enumerate(([query, key, hidden, dropout], [hidden, key, query, dropout])):
+        result = explicit_sizes_file(tmp_path / str(i), names, signature)
+        q2 = next(q for q in result.questions if q.id == "q2")
+        assert q2.score == q2.max_score, [(c.check_id, q2.said(c)) for c in q2.checks if not c.passed]
+        assert "raised" not in told(result, "q2")
+        assert f"key_size as `{key}`, query_size as `{query}`" in " ".join(c.line for c in q2.choices)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("query", "key", "first"), [("q_size", "k_size", "query"), ("d_q", "d_k", "query"),
-                                                     ("query_dim", "key_dim", "key"), ("dim_q", "kdim", "key")])
-def test_an_explicit_size_constructor_under_names_of_its_own_keeps_its_points(
-        tmp_path: Path, query: str, key: str, first: str) -> None:
-    assert OLDER_SIGNATURE in OLDER_EDITION and OLDER_BODY in OLDER_EDITION
-    sizes = f"{query}, {key}" if first == "query" else f"{key}, {query}"
-    signature = f"    def __init__(self, {sizes}, num_hiddens, dropout, **kwargs):\n"
-    source = OLDER_EDITION.replace(OLDER_SIGNATURE, signature).replace(
-        OLDER_BODY, OLDER_BODY.replace("(key_size,", f"({key},").replace("(query_size,", f"({query},"))
-    path = write(tmp_path, "student.py", source)
-    result = grade_one(submission=Submission("student", path, "python", datetime.now(UTC)),
-                       assignment=load_assignment("attention_scoring"), root=path.parent)
+def test_sizes_it_cannot_tell_are_the_graders_to_say_once_with_both_signatures(tmp_path: Path) -> None:
+    names = {"query": "queries", "key": "keys", "hidden": "num_hiddens", "dropout": "dropout"}
+    result = explicit_sizes_file(tmp_path, names, list(names.values()))
     q2 = next(q for q in result.questions if q.id == "q2")
-    assert q2.score == q2.max_score, [(c.check_id, c.message) for c in q2.checks if not c.passed]
-    assert f"key_size as `{key}`" in " ".join(c.line for c in q2.choices)
+    said = ("AdditiveAttention takes (queries, keys, num_hiddens, dropout); the assignment passes num_hiddens, "
+            "dropout: nothing it passes is for `queries` and `keys`. The grader does not guess by position")
+    assert q2.score == 0 and " ".join(q2.notes).count(said) == 1
+    assert all(q2.said(c).startswith(said) for c in q2.checks)
+    assert "raised" not in told(result, "q2")

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import re
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from grader.check import load_solution_module
+from grader.check import load_assignment, load_solution_module
+from grader.discover import Submission
+from grader.execute import isolation
+from grader.execute.workers import Worker
 from grader.pipeline import ClassRun, grade_class
+from grader.pipeline.submission_run import grade_submission
 
 from .bundled_classes import BundledClasses
 from .conftest import ROOT
@@ -239,6 +244,23 @@ def test_the_training_stops_at_the_first_stage_that_decides_and_says_so(sample: 
         stage = next(s for s in verdict.stages if s.after == epochs)
         exact = float(re.search(r"reversed (\d+\.\d)% of 300 strings", told).group(1)) / 100
         assert (exact >= stage.pass_at) if passes else (exact < stage.fail_below), (student, exact, stage)
+
+
+def test_a_worker_ready_to_train_stays_warm_from_one_submission_to_the_next() -> None:
+    """Its zygote pays the first optimiser's cost once (torch's compiler, imported then, makes a cache folder in the
+    temporary folder as the zygote's user); nothing of that may be left for the clean after a submission to find,
+    or every practical10 submission would start a new zygote (2 s each)."""
+    spec = load_assignment("practical10")
+    assert spec.trains
+    worker = Worker(sandbox=isolation.detect(), device="cpu", limits=spec.limits, training=True)
+    try:
+        path = SAMPLES / "reference_style.py"
+        result = grade_submission(submission=Submission("s1", path, "python", datetime.now(UTC)), assignment=spec,
+                                  root=path.parent, limits=spec.limits, worker=worker)
+        assert result.score == result.max_score
+        assert worker.clean() and not worker.swept  # nothing left to remove: the zygote is kept
+    finally:
+        worker.close()
 
 
 def test_sample_readme_lists_every_sample() -> None:

@@ -30,6 +30,7 @@ import io  # noqa: E402
 import linecache  # noqa: E402
 import random  # noqa: E402
 import resource  # noqa: E402
+import shutil  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
@@ -342,12 +343,32 @@ def warm_up(*, training: bool = False) -> None:
         convert.decode({"kind": item["kind"], "dtype": "float32", "blob": 0}, [blob], {}, "cpu", {})
     inspect.signature(torch.nn.Linear)
     if training:
+        _warm_up_training(x)
+
+
+def _warm_up_training(x: torch.Tensor) -> None:
+    """An optimiser's first step. Its construction imports torch's compiler, which makes its cache folder in the
+    temporary folder as the zygote's user and names it in TORCHINDUCTOR_CACHE_DIR: a folder the students' uid could
+    not remove, which would make every clean after a submission fail and the worker start again (2 s each). So what
+    it made there is removed again, and the variable unset: a student's code that compiles makes its own."""
+    import tempfile
+
+    temporary = tempfile.gettempdir()
+    named = "TORCHINDUCTOR_CACHE_DIR" in os.environ
+    before = set(os.listdir(temporary))
+    try:
         lstm = torch.nn.LSTM(4, 4, batch_first=True)
         optimizer = torch.optim.Adam(lstm.parameters(), lr=1e-3)
         outputs, _ = lstm(x)
         torch.nn.functional.cross_entropy(outputs.reshape(-1, 4), torch.zeros(6, dtype=torch.long)).backward()
         optimizer.step()
         optimizer.zero_grad()
+    finally:
+        for made in set(os.listdir(temporary)) - before:
+            if made.startswith("torchinductor_"):
+                shutil.rmtree(os.path.join(temporary, made), ignore_errors=True)
+        if not named:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
 
 
 def _fork_for_question() -> int:

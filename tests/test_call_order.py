@@ -123,6 +123,21 @@ def test_the_message_shows_both_orders_and_the_fix() -> None:
                             params(["q", "v", "k"]), 3)
 
 
+@pytest.mark.parametrize(("call", "names"), [
+    (TEMPLATE_CALLS["attention_scoring"]["DotProductAttention"], ["queries", "keys", "values", "key_padding_mask"]),
+    (TEMPLATE_CALLS["attention_scoring"]["DotProductAttention"], ["q", "k", "v", "key_mask"]),
+    (TEMPLATE_CALLS["keras_additive_attention"]["KerasAdditiveAttention"],
+     ["query", "value", "key", "q_mask", "key_padding_mask"]),
+])
+def test_a_mask_named_for_what_it_masks_is_not_that_tensor(call: tuple[str, ...], names: list[str]) -> None:
+    """PyTorch's key_padding_mask masks the keys: in the place of valid_lens (or of Keras's value_mask) it is not
+    the keys out of order, and the student is not told to reorder their parameters."""
+    assert not out_of_order(call, params(names), len(names))
+    # The same names with the mask moved to the keys' place are out of order.
+    moved = [names[0], names[-1], *names[2:-1], names[1]]
+    assert out_of_order(call, params(moved), len(names))
+
+
 # ----- through the runner ---------------------------------------------------------------------------------------
 def only(assignment: Assignment, *questions: str) -> Assignment:
     chosen = copy.copy(assignment)
@@ -187,3 +202,42 @@ def test_the_assignments_order_gets_no_such_note(dot_product: Assignment, tmp_pa
     result = graded(tmp_path, dot_product, DOT_PRODUCT.replace("{order}", "queries, keys, values, valid_lens=None"))
     assert result.score == result.max_score, [(c.check_id, c.message) for c in result.checks if not c.passed]
     assert "reorder your parameters" not in notes(result, "q3")
+
+
+ADDITIVE = """
+    import torch
+    from torch import nn
+
+
+    class AdditiveAttention(nn.Module):
+        def __init__(self, num_hiddens, dropout):
+            super().__init__()
+            self.W_q = nn.LazyLinear(num_hiddens, bias=False)
+            self.W_k = nn.LazyLinear(num_hiddens, bias=False)
+            self.w_v = nn.LazyLinear(1, bias=False)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, {order}):
+            features = torch.tanh(self.W_q(queries)[:, :, None, :] + self.W_k(keys)[:, None, :, :])
+            scores = self.w_v(features)[..., 0]
+            if valid_lens is not None:
+                lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(-1, scores.shape[1])
+                mask = torch.arange(scores.shape[-1])[None, None, :] < lens[:, :, None]
+                scores = scores.masked_fill(~mask, -1e6)
+            self.attention_weights = torch.softmax(scores, dim=-1)
+            return torch.bmm(self.dropout(self.attention_weights), values)
+"""
+
+
+@pytest.mark.slow
+def test_additive_attention_taking_the_keys_first_is_named_once(tmp_path: Path) -> None:
+    assignment = only(load_assignment("attention_scoring"), "q2")
+    keys_first = ADDITIVE.replace("{order}", "keys, queries, values, valid_lens")
+    result = graded(tmp_path / "keys_first", assignment, keys_first)
+    assert result.status == "graded", result.reason
+    assert [c for c in result.checks if not c.passed]  # the queries land in `keys`
+    said = ("Your AdditiveAttention.forward takes (keys, queries, values, valid_lens): the assignment calls "
+            "forward(queries, keys, values, valid_lens), in that order; reorder your parameters")
+    assert notes(result, "q2").count(said) == 1
+    ordered = graded(tmp_path / "ordered", assignment, ADDITIVE.replace("{order}", "queries, keys, values, valid_lens"))
+    assert ordered.score == ordered.max_score, [(c.check_id, c.message) for c in ordered.checks if not c.passed]

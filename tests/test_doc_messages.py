@@ -121,6 +121,11 @@ QUOTES = (
     Quote(R, "padded keys not masked", "attention_scoring/dot_ignores_valid_lens"),
     Quote(R, "queries and keys not projected by W_q and W_k", "attention_scoring/additive_no_projections"),
     Quote(R, "no tanh in the additive score", "attention_scoring/no_tanh_squeezed"),
+    Quote(A, "Where: your DotProductAttention.forward, line 41: `scores = scores.masked_fill(valid_lens == 0, -1e6)`.",
+          "attention_scoring/mask_compared_with_zero"),
+    Quote(A, "The size of tensor a (2) must match the size of tensor b (10) at non-singleton dimension 2",
+          "attention_scoring/mask_compared_with_zero"),
+    Quote(R, "valid_lens used as a mask", "attention_scoring/mask_compared_with_zero"),
     Quote(R, "softmax over the size-1 score axis", "bahdanau_attention/softmax_dim1"),
     Quote(R, "scaled by the input size d instead of d_k", "practical10/q1_only_scaled_by_d"),
     Quote(W, "Your DotProductAttention gives the padded keys weight, as if valid_lens were not used: ...",
@@ -241,7 +246,8 @@ CLASSES: dict[str, dict[str, Path | str]] = {
     "attention_scoring": {
         **{name: REAL_STYLE / "attention_scoring" / f"{name}.py" for name in (
             "capital_w_v", "d_hid_signature", "book_answers_from_d2l", "tensorflow_port", "mxnet_port",
-            "dot_softmax_dim1", "dot_ignores_valid_lens", "additive_no_projections", "no_tanh_squeezed")},
+            "dot_softmax_dim1", "dot_ignores_valid_lens", "additive_no_projections", "no_tanh_squeezed",
+            "mask_compared_with_zero")},
         "mistake_softmax_axis": SAMPLES / "mistake_softmax_axis.py",
         "broken_notebook": SAMPLES / "broken_notebook.ipynb",
         "misspelt": SCORING,

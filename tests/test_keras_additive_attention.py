@@ -114,6 +114,8 @@ def test_correct_samples_earn_full_marks(sample: ClassRun, student: str) -> None
     ("mistake_mask_zero", "q2", "q2.value_mask", "the attention scores with value_mask differs from the reference"),
     ("mistake_causal_reversed", "q2", "q2.causal_square", "the attention scores (causal) differs"),
     ("mistake_query_mask_ignored", "q2", "q2.query_mask", "the output with query_mask differs from the reference"),
+    ("mistake_value_mask_inverted", "q2", "q2.value_mask",
+     "the attention scores with value_mask differs from the reference"),
     ("mistake_dropout_in_eval", "q3", "q3.eval_deterministic", "the output in eval mode differs from the reference"),
 ])
 def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, student: str, question: str,
@@ -129,6 +131,7 @@ def test_each_mistake_loses_points_on_its_question_only(sample: ClassRun, studen
     ("mistake_mask_zero", "q2.mask_zero"),
     ("mistake_causal_reversed", "q2.causal_reversed"),
     ("mistake_query_mask_ignored", "q2.query_mask_ignored"),
+    ("mistake_value_mask_inverted", "q2.value_mask_inverted"),
     ("mistake_dropout_in_eval", "q3.dropout_in_eval"),
 ])
 def test_each_sample_report_names_its_misconception(sample: ClassRun, student: str, variant: str | None) -> None:

@@ -40,6 +40,9 @@ EXPECTED = {
         "book_answers_from_d2l": {"q1": 25, "q2": 0, "q3": 0, "q4": 20},
         "valid_lens_as_mask": {"q1": 3, "q2": 30, "q3": 3, "q4": 20},
         "padding_mask_unsqueezed_at_0": {"q1": 25, "q2": 30, "q3": 3, "q4": 20},
+        "float_mask_arithmetic": {"q1": 3, "q2": 30, "q3": 3, "q4": 20},
+        "mask_shape_asserted": {"q1": 0, "q2": 30, "q3": 3, "q4": 20},
+        "mask_compared_with_zero": {"q1": 0, "q2": 30, "q3": 3, "q4": 20},
     },
     "bahdanau_attention": {
         "w1_w2_v_names": {"q1": 25, "q2": 40, "q3": 0},
@@ -257,6 +260,42 @@ def test_lengths_used_as_a_mask_are_named_where_a_mask_makes_the_check_pass(
         "Your DotProductAttention.forward uses valid_lens as a boolean mask (given one, it passes this check), but "
         "valid_lens holds each sequence's number of valid keys (lengths such as [2, 3]): build the mask from it, "
         "torch.arange(num_keys) < valid_lens[..., None]")
+
+
+def test_masks_of_floats_asserted_or_compared_with_zero_are_named_at_the_line_that_raised(
+        corpus: Callable[[str], dict[str, SubmissionResult]]) -> None:
+    """Mask code that torch refuses bools for (1 - mask), that asserts the mask's shape, or that has no None branch:
+    each check a mask makes pass is named, with what the code takes and its line that raised on the lengths."""
+    scoring = corpus("attention_scoring")
+    q1_all = {"q1.textbook_1d", "q1.textbook_2d", "q1.random_1d", "q1.random_2d", "q1.large_scores"}
+    q3_not_2d = {"q3.toy_example", "q3.toy_weights", "q3.random_1d", "q3.eval_deterministic",
+                 "q3.dropout_in_training"}
+    expected = {  # student -> (named checks, what q1's and q3's code takes)
+        "float_mask_arithmetic": (q1_all | q3_not_2d, "a 0/1 float mask", "a 0/1 float mask"),
+        "mask_shape_asserted": (q1_all | q3_not_2d, "a boolean mask", "a boolean mask True where a key is padding"),
+        "mask_compared_with_zero": ({"q1.textbook_1d", "q1.random_1d", "q1.large_scores"} | q3_not_2d
+                                    | {"q3.random_2d"}, "a boolean mask", "a boolean mask"),
+    }
+    for student, (named, q1_kind, q3_kind) in expected.items():
+        result = scoring[student]
+        lines = (CORPUS / "attention_scoring" / f"{student}.py").read_text().splitlines()
+        causes = {c.check_id: c for c in result.checks if c.diagnosis is not None}
+        assert set(causes) == named, (student, sorted(causes))
+        for cause in causes.values():
+            label, kind = ("masked_softmax", q1_kind) if cause.question == "q1" else \
+                ("DotProductAttention.forward", q3_kind)
+            assert cause.diagnosis.variant == f"{cause.question}.lengths_as_mask"
+            assert cause.diagnosis.explanation.startswith(f"Your {label} uses valid_lens as {kind} (given one, it "
+                                                          "passes this check)"), (student, cause.check_id)
+            if cause.status == "error":  # the line that raised, quoted from the grader's copy, hidden checks too
+                place = cause.diagnosis.where.removeprefix(f"your {label}, line ")
+                number, text = place.split(": ", 1)
+                assert text == f"`{lines[int(number) - 1].strip()}`", (student, cause.check_id)
+                assert text.strip("`") in cause.detail  # where the traceback says it raised
+    assert "reorder your parameters" not in notes(scoring["mask_shape_asserted"], "q3")  # key_padding_mask: a mask
+    said = check(scoring["mask_compared_with_zero"], "q3.toy_example").diagnosis.said
+    assert said.endswith("Where: your DotProductAttention.forward, line 41: "
+                         "`scores = scores.masked_fill(valid_lens == 0, -1e6)`."), said
 
 
 def test_weights_not_kept_cost_only_the_check_that_asks_for_them(

@@ -305,8 +305,8 @@ def test_dashboard_has_histogram_rates_and_a_sortable_filterable_table(sample_ru
     assert [s for s, _ in rows] == sorted(r.student for r in sample_run.results)
     for student, _ in rows:
         assert f'href="students/{student}/instructor.html"' in dashboard
-    # Per question and per check: q3's scaling mistakes leave 12 of the 15 that ran with full marks.
-    assert re.search(r"q3 · DotProductAttention</td>.*?12 of 15</td>", dashboard, re.DOTALL)
+    # Per question and per check: q3's scaling mistakes leave 14 of the 17 that ran with full marks.
+    assert re.search(r"q3 · DotProductAttention</td>.*?14 of 17</td>", dashboard, re.DOTALL)
     assert re.search(r"q1 · random shapes, 1-D valid_lens <span class=\"tag\">hidden</span>", dashboard)
 
 

@@ -25,6 +25,7 @@ CORRECT = ["textbook", "older_edition", "einsum_style", "magics", "noisy", "fold
 # Each sample mistake costs points on exactly one question.
 MISTAKES = {
     "mistake_softmax_axis": "q1", "mistake_mask_zero": "q1", "mistake_ignores_2d": "q1",
+    "mistake_padding_lengths": "q1", "mistake_last_keys": "q1",
     "mistake_no_tanh": "q2", "mistake_extra_bias": "q2",
     "mistake_no_scaling": "q3", "mistake_dropout_in_eval": "q3",
     "mistake_bilinear_scaled": "q4",
@@ -34,6 +35,7 @@ DIAGNOSES = {
     **{student: None for student in CORRECT},
     "mistake_softmax_axis": "q1.softmax_over_queries", "mistake_mask_zero": "q1.mask_value_zero",
     "mistake_ignores_2d": "q1.ignores_2d_valid_lens",
+    "mistake_padding_lengths": "q1.padding_lengths", "mistake_last_keys": "q1.last_keys_kept",
     "mistake_no_tanh": "q2.no_tanh", "mistake_extra_bias": "q2.bias_present",
     "mistake_no_scaling": "q3.unscaled", "mistake_dropout_in_eval": "q3.dropout_in_eval",
     "mistake_bilinear_scaled": "q4.scaled",
@@ -92,6 +94,29 @@ def test_each_mistake_is_diagnosed_and_correct_work_is_not(sample_run: ClassRun,
         assert f"Likely cause: {html.escape(named.name)}." in report
     else:
         assert "Likely cause" not in report
+
+
+@pytest.mark.parametrize(("student", "does"), [
+    ("mistake_padding_lengths", "Your masked_softmax keeps the first num_keys - valid_len keys, as if valid_lens "
+                                "counted the padded keys at the end: valid_lens counts the valid keys from the start"),
+    ("mistake_last_keys", "Your masked_softmax keeps the last valid_len keys and hides the first ones, counting the "
+                          "valid keys from the end"),
+])
+def test_a_convention_of_valid_lens_is_told_as_what_the_code_does_and_where(sample_run: ClassRun, student: str,
+                                                                            does: str) -> None:
+    """What the student's code does, what the assignment asks (keep positions 0 to valid_len - 1) and where their
+    masked_softmax is, on every q1 check the lengths fail, hidden ones too, and on the student's page."""
+    result = by_student(sample_run)[student]
+    line = (SAMPLES / f"{student}.py").read_text().splitlines().index("def masked_softmax(X, valid_lens):") + 1
+    failed = [c for c in result.checks if not c.passed]
+    assert {c.check_id for c in failed} == {"q1.textbook_1d", "q1.textbook_2d", "q1.random_1d", "q1.random_2d",
+                                            "q1.large_scores"}
+    for check in failed:
+        assert check.diagnosis is not None and check.diagnosis.said.startswith(does), check.check_id
+        assert "keep positions 0 to valid_len - 1 (torch.arange(num_keys) < valid_lens)" in check.diagnosis.said
+        assert check.diagnosis.said.endswith(f" Where: your masked_softmax, line {line}.")
+    report = html.unescape((sample_run.out_dir / "students" / student / "report.html").read_text())
+    assert f"Where: your masked_softmax, line {line}." in report
 
 
 def test_messages_say_what_is_wrong(sample_run: ClassRun) -> None:
@@ -175,18 +200,21 @@ def test_results_json_names_the_likely_cause_as_the_student_page_does(sample_run
     assert {c.visibility for c in diagnosed} == {"public", "hidden"}
     assert {c.diagnosis.variant for c in diagnosed} == {DIAGNOSES["mistake_softmax_axis"]}
     for check in diagnosed:
-        cause = f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}"
+        cause = f"Likely cause: {check.diagnosis.name}. {check.diagnosis.said}"
         assert outputs[check.check_id].split("\n")[:2] == [check.message, cause], check.check_id
     textbook = next(c for c in result.checks if c.check_id == "q1.textbook_1d")
+    source = (SAMPLES / "mistake_softmax_axis.py").read_text().splitlines()
+    line = source.index("def masked_softmax(X, valid_lens):") + 1
     assert outputs["q1.textbook_1d"] == (
         f"{textbook.message}\nLikely cause: softmax over the queries axis. Your masked_softmax normalises over dim=1, "
         "the queries, so each key's weights sum to 1 across the queries: each query's weights must sum to 1 over the "
-        "keys, a softmax over the last axis (dim=-1), with valid_lens or without.")
+        "keys, a softmax over the last axis (dim=-1), with valid_lens or without. Where: your masked_softmax, line "
+        f"{line}.")
     # A hidden check: its hint, the cause, its notes and its smallest case's sizes; never its inputs or values.
     for check in (c for c in result.checks if c.visibility == "hidden" and not c.passed):
         allowed = [check.message]
         if check.diagnosis is not None:
-            allowed.append(f"Likely cause: {check.diagnosis.name}. {check.diagnosis.explanation}")
+            allowed.append(f"Likely cause: {check.diagnosis.name}. {check.diagnosis.said}")
         allowed += check.notes
         if check.smallest is not None:
             allowed.append(f"Smallest failing case: {check.smallest.text}.")

@@ -26,17 +26,24 @@ def _key(name: str) -> str:
     return name.casefold().replace("_", "")
 
 
+# Words that make a name a mask over what its role word names: ``key_padding_mask`` masks the keys, it is not them.
+MASK_WORDS = frozenset({"mask", "masks", "padding", "pad"})
+
+
 def _place(name: str, assignment: Sequence[str]) -> int | None:
     """Where the assignment declares the parameter ``name`` stands for: the same name (up to case and underscores),
     else the one parameter whose roles are exactly the name's, of those the one with fewest other words (``q`` is
-    Keras's ``query``, not its ``query_mask``); None when the name says nothing, or not which one."""
+    Keras's ``query``, not its ``query_mask``), a mask only for a mask (PyTorch's ``key_padding_mask`` is not the
+    keys); None when the name says nothing, or not which one."""
     same = [i for i, ours in enumerate(assignment) if _key(ours) == _key(name)]
     if same:
         return same[0]
     said = roles(name)
     if not said:
         return None
-    fitting = [i for i, ours in enumerate(assignment) if roles(ours) == said]
+    mask = bool(words(name) & MASK_WORDS)
+    fitting = [i for i, ours in enumerate(assignment)
+               if roles(ours) == said and bool(words(ours) & MASK_WORDS) == mask]
     fewest = min((len(words(assignment[i])) for i in fitting), default=0)
     plainest = [i for i in fitting if len(words(assignment[i])) == fewest]
     return plainest[0] if len(plainest) == 1 else None

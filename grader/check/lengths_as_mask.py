@@ -9,22 +9,32 @@ replaced by the mask they stand for, ``arange(keys) < lengths[..., None]``. When
 named; otherwise nothing is said.
 
 The mask's shape is what mask code is written for, which the grader cannot know either: (batch, keys) or
-(batch, 1, keys) for 1-D lengths, or (batch, queries, keys), True for the valid keys or for the padded ones. The number
-of keys (and of queries) is read from an axis of another argument of the call, each size that could be it tried in
-turn, the forms most mask code is written for first. Each is a run of the check, so the search is bounded, and
-made only where the failure comes from the lengths: a first run passes None in their place (a value the assignment's
-callables take), and the search goes on only if the code then runs where it raised, or answers as it did with the
-lengths (code that tests lengths as a mask, ``valid_lens == 0``, masks nothing either way); after
-``NEGATIVE_PROBES`` such runs that show the failure comes from elsewhere, a question's later checks are not searched.
-At most ``RUNS_PER_QUESTION`` runs in a question; a later check tries the form that passed an earlier one first.
+(batch, 1, keys) for 1-D lengths, or (batch, queries, keys), True for the valid keys or for the padded ones, of bools
+or, where code does arithmetic on it (``X * mask + (1 - mask) * -1e6``, which torch refuses on bools), of 0/1 floats.
+The number of keys (and of queries) is read from an axis of another argument of the call, each size that could be it
+tried in turn: the axis as long as the check's keys (``ctx.name_sizes``, ``ctx.sizes``) first, then the forms most
+mask code is written for. Each is a run of the check, so the search is bounded, and made only where the failure comes
+from the lengths: a first run passes None in their place (a value the assignment's callables take), and the search
+goes on only if the code then runs where it raised, or answers as it did with the lengths (code that tests lengths as
+a mask, ``valid_lens == 0``, masks nothing either way). Code written for a mask often has no None branch, and then
+raises on None whatever its mistake: raising as it did with the lengths (the same exception at the same line) shows
+the failure comes from elsewhere, but raising otherwise (``mask.shape`` of None, where the lengths failed its ``assert
+mask.shape == X.shape``), or after answering wrongly with the lengths, says nothing either way. Such a check is
+searched, and a search of it that finds nothing counts as a run that shows the failure comes from elsewhere. After
+``NEGATIVE_PROBES`` of those, a question's later checks are not searched. At most ``RUNS_PER_QUESTION`` runs in a
+question; a later check tries the form that passed an earlier one first.
+
+Named, the cause says where: the student's line that raised on the lengths, read from the grader's copy of their code
+(a hidden check may show it); otherwise the runner places it at their function.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,8 +42,8 @@ import numpy as np
 
 from grader.check.context import CheckContext
 from grader.check.shrink import run_again
-from grader.check.spec import CheckSpec
-from grader.check.student import LengthsCall, Rewrite, StudentCode
+from grader.check.spec import REFERENCE_FILENAME, CheckSpec
+from grader.check.student import LengthsCall, Rewrite, StudentCode, place_of
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, WrongAnswer
 from grader.execute.arguments import Arg
 from grader.results import Diagnosis
@@ -50,6 +60,7 @@ class MaskForm:
     queries: Source | None = None  # 1-D lengths as (batch, queries, keys): where the number of queries is read
     middle: bool = False  # 1-D lengths as (batch, 1, keys)
     valid: bool = True  # True marks the valid keys (else the padded ones)
+    dtype: str = "bool"  # or "float32": 1.0 and 0.0, for code that does arithmetic on the mask
 
 
 @dataclass
@@ -58,7 +69,9 @@ class MaskSearch:
 
     found: MaskForm | None = None
     runs_left: int = RUNS_PER_QUESTION
-    probes_left: int = NEGATIVE_PROBES  # runs with None that may show the failure does not come from the lengths
+    # Runs with None that show the failure does not come from the lengths, and searches that found nothing after
+    # a run with None that could not tell.
+    probes_left: int = NEGATIVE_PROBES
 
 
 def _argument(call: LengthsCall, place: int | str) -> Any:
@@ -94,13 +107,18 @@ def _sources(call: LengthsCall) -> list[tuple[Source, int]]:
     return [(source, size) for size, source in found.items()]
 
 
-def candidate_forms(call: LengthsCall) -> Iterator[MaskForm]:
-    """The forms a mask of ``call``'s lengths could take, the likelier first (polarity left to the caller)."""
+def candidate_forms(call: LengthsCall, sizes: Mapping[str, int] | None = None) -> Iterator[MaskForm]:
+    """The forms a mask of ``call``'s lengths could take, the likelier first (polarity and dtype left to the
+    caller). ``sizes``: the check's sizes by name; an axis as long as its ``keys`` (``queries``) is tried first for
+    the keys (the queries)."""
     lengths = _array(_argument(call, call.at))
     if lengths is None or lengths.ndim not in (1, 2) or lengths.size == 0:
         return
-    sources = _sources(call)
-    keys = [source for source, size in sources if size >= max(int(lengths.max()), 1)]  # not fewer than a length
+    named = sizes or {}
+    # Stable sorts: the order _sources gives stays among the sizes the check does not name.
+    sources = sorted(_sources(call), key=lambda item: item[1] != named.get("queries"))
+    keys = [source for source, size in sorted(sources, key=lambda item: item[1] != named.get("keys"))
+            if size >= max(int(lengths.max()), 1)]  # not fewer than a length
     for source in keys:
         yield MaskForm(source)
         if lengths.ndim == 1:
@@ -132,7 +150,7 @@ def _rewrite(form: MaskForm | None) -> Rewrite:
         mask = mask_for(call, form) if form is not None else None
         if mask is None and form is not None:
             return call.args, dict(call.kwargs)
-        sent = Arg(None) if mask is None else Arg.tensor(mask, "bool")
+        sent = Arg(None) if mask is None else Arg.tensor(mask.astype(form.dtype), form.dtype)
         if isinstance(call.at, int):
             return (*call.args[:call.at], sent, *call.args[call.at + 1:]), dict(call.kwargs)
         return call.args, {**call.kwargs, call.at: sent}
@@ -147,6 +165,45 @@ def answers(code: StudentCode) -> Answers:
     """What the student's code answered in the run so far: each call's, method's and attribute's value."""
     return [(op, json.dumps(reply.get("value"), sort_keys=True, default=str), tuple(blobs))
             for op, reply, blobs, _ in code.replies if op in ("call", "method", "get")]
+
+
+Frame = tuple[str, int, str]  # (file, line, function), as the student's process told it
+
+
+def _frame(value: Any) -> Frame | None:
+    try:
+        return str(value[0]), int(value[1]), str(value[2])
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def raised_at(code: StudentCode) -> tuple[str, Frame | None] | None:
+    """What the run so far first raised, and the student's frame it was raised in (their line that called a
+    provided answer that raised); None when nothing raised."""
+    for _, reply, _, _ in code.replies:
+        if not reply.get("ok"):
+            error = reply.get("error") or {}
+            call = error.get("call")
+            where = call.get("where") if isinstance(call, dict) else error.get("where")
+            return str(error.get("type", "")), _frame(where)
+    return None
+
+
+def said_where(code: StudentCode, label: str, frame: Frame | None) -> str:
+    """'your masked_softmax, line 30: `X = X * mask + (1 - mask) * -1e6`': the student's line, its text from the
+    grader's copy of their code (never from their process, which can say anything: a hidden check shows it too);
+    '' for a frame in no file of theirs the grader holds."""
+    if frame is None or code.sources is None:
+        return ""
+    filename, line, function = frame
+    if filename == REFERENCE_FILENAME or filename.startswith("<provided "):
+        return ""
+    lines = io.StringIO(code.sources.text(filename) or "", newline="").readlines()  # as compile() counts lines
+    if not 1 <= line <= len(lines) or not lines[line - 1].strip():
+        return ""
+    # A forward's frame is named as the question names the callable; a helper it calls by its own name.
+    name = label if label.rsplit(".", 1)[-1] == function else function
+    return f"your {name}, {place_of(filename, line)}: `{lines[line - 1].strip()[:120]}`"
 
 
 PASSED, FAILED, RAISED, LOST = "passed", "failed", "raised", "lost"
@@ -180,48 +237,71 @@ def lengths_as_mask(check: CheckSpec, seed: int, code: StudentCode, search: Mask
     if not calls or (search.found is None and (search.runs_left <= 0 or search.probes_left <= 0)) \
             or time.monotonic() >= deadline:
         return None, False
+    sizes = dict(code.sizes)  # the failed run's, before a run again starts its own
+    first_raise = raised_at(code) if raised else None
+    undecided = False  # the run with None could not tell whether the failure comes from the lengths
     if search.found is None:
         failed = answers(code)
         search.runs_left -= 1
         outcome = run_with(check, seed, code, None)
         if outcome == LOST:
             return None, True
-        from_lengths = outcome != RAISED if raised else outcome == PASSED or answers(code) == failed
+        # Raising on None says little: code with no None branch raises there whatever its mistake. Raising as it
+        # did with the lengths (the same exception at the same line) says the failure is elsewhere; raising
+        # otherwise, or after answering wrongly with the lengths, leaves it undecided.
+        if raised:
+            undecided = outcome == RAISED and raised_at(code) != first_raise
+            from_lengths = outcome != RAISED or undecided
+        else:
+            undecided = outcome == RAISED
+            from_lengths = undecided or outcome == PASSED or answers(code) == failed
         if not from_lengths:
             search.probes_left -= 1
             return None, False
     # The form that passed an earlier check first (a run not counted); then, if it does not pass this one (its sizes
-    # may tell apart axes that an earlier draw did not), the others.
+    # may tell apart axes that an earlier draw did not), the others: bools first, each polarity; 0/1 floats of a
+    # shape only where its bools raised.
     found = search.found
     forms = ([found] if found is not None else []) + \
-        [replace(form, valid=valid) for form in candidate_forms(calls[0]) for valid in (True, False)]
+        [replace(form, valid=valid) for form in candidate_forms(calls[0], sizes) for valid in (True, False)]
     skip: set[MaskForm] = set()  # the other polarity of a form the code raised on: it raises on that too
-    for index, form in enumerate(forms):
-        if form in skip or (index > 0 and form == found):
+    tried: set[MaskForm] = set()
+    while forms:
+        form = forms.pop(0)
+        if form in skip or form in tried:
             continue
         if time.monotonic() >= deadline:
             break
-        if index > 0 or found is None:
+        if form != found or found is None or tried:
             if search.runs_left <= 0:
                 break
             search.runs_left -= 1
+        tried.add(form)
         outcome = run_with(check, seed, code, form)
         if outcome == LOST:
             return None, True
         if outcome == PASSED:
             search.found = form
-            return _diagnosis(check, calls[0], form), False
+            where = said_where(code, calls[0].label, first_raise[1]) if first_raise is not None else ""
+            return _diagnosis(check, calls[0], form, where), False
         if outcome == RAISED:
             skip.add(replace(form, valid=not form.valid))
+            if form.dtype == "bool":  # arithmetic on the mask (1 - mask) raises on bools: as 0/1 floats, next
+                forms[:0] = [replace(form, dtype="float32"), replace(form, dtype="float32", valid=not form.valid)]
+    if undecided:
+        search.probes_left -= 1
     return None, False
 
 
-def _diagnosis(check: CheckSpec, call: LengthsCall, form: MaskForm) -> Diagnosis:
+def _diagnosis(check: CheckSpec, call: LengthsCall, form: MaskForm, where: str = "") -> Diagnosis:
     """Named as what the code takes: a mask, True for the valid keys or (PyTorch's key_padding_mask) for the
-    padded ones."""
+    padded ones, of bools or of 0/1 floats; ``where``: the student's line that raised on the lengths, if any."""
     name = call.parameter
-    kind = "a boolean mask" if form.valid else "a boolean mask True where a key is padding"
+    if form.dtype == "bool":
+        kind = "a boolean mask" if form.valid else "a boolean mask True where a key is padding"
+    else:
+        kind = "a 0/1 float mask" if form.valid else "a 0/1 float mask, 1 where a key is padding"
     return Diagnosis(f"{check.question}.lengths_as_mask", f"{name} used as a mask",
                      f"Your {call.label} uses {name} as {kind} (given one, it passes this check), but {name} holds "
                      f"each sequence's number of valid keys (lengths such as [2, 3]): build the mask from it, "
-                     f"torch.arange(num_keys) < {name}[..., None]")
+                     f"torch.arange(num_keys) < {name}[..., None]", where=where)

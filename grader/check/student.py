@@ -110,7 +110,7 @@ def _provided_name(filename: str) -> str:
     return filename[len("<provided "):-1] if filename.startswith("<provided ") and filename.endswith(">") else ""
 
 
-def _place(filename: str, lineno: int) -> str:
+def place_of(filename: str, lineno: int) -> str:
     """'cell [2], line 7' / 'line 7' / 'reversal.py, line 108': where a frame is, as the student knows the file."""
     if filename.startswith("<cell "):
         return f"cell [{filename[6:-1]}], line {lineno}"
@@ -146,7 +146,7 @@ def _where(frame: Any, called: str = "") -> str:
         return " (in the grader's reference code)"
     code = f": `{line.strip()[:120]}`" if line.strip() else ""
     through = f"; {_through(called)}" if called else ""
-    return f" ({_place(filename, lineno)}, in {function}{code}{through})"
+    return f" ({place_of(filename, lineno)}, in {function}{code}{through})"
 
 
 class KnownSources:
@@ -183,7 +183,7 @@ class KnownSources:
         if not lines or not 1 <= lineno <= len(lines) or not lines[lineno - 1].strip():
             return f" ({through})" if through else ""
         through = f"; {through}" if through else ""
-        return f" ({_place(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`{through})"
+        return f" ({place_of(filename, lineno)}: `{lines[lineno - 1].strip()[:120]}`{through})"
 
 
 class SourceText(Protocol):
@@ -438,7 +438,7 @@ class StudentCode:
         if info is None or info.at is None:
             return ""
         filename, line, _ = info.at
-        return f"your {name}{'.forward' if info.is_module else ''}, {_place(filename, line)}"
+        return f"your {name}{'.forward' if info.is_module else ''}, {place_of(filename, line)}"
 
     def describe(self, name: str) -> NameInfo:
         """What ``name`` is in the student's namespace, asked once per question's fork (checks ask for the same
@@ -481,7 +481,7 @@ class StudentCode:
             text = self.sources.text(filename)
             lines = io.StringIO(text or "", newline="").readlines()  # as compile() counts lines
             for at in bare_call_lines(text or "", line, method):
-                place = f"{_place(filename, at)}: `{lines[at - 1].strip()[:120]}`"
+                place = f"{place_of(filename, at)}: `{lines[at - 1].strip()[:120]}`"
                 if place not in found:
                     found.append(place)
         return tuple(found)

@@ -296,6 +296,34 @@ def q3_ignores_valid_lens(queries: np.ndarray, keys: np.ndarray, values: np.ndar
     return attend(dot_scores(queries, keys) / np.sqrt(np.shape(queries)[-1]), values, None)
 
 
+@variant("q3", replaces=ref.dot_product_attention, name="sequence-first layout (steps, batch, features)",
+         explain="Your DotProductAttention reads its inputs as (steps, batch, features), nn.MultiheadAttention's "
+                 "default: the assignment passes them batch first, queries (batch, queries, d) and keys (batch, keys, "
+                 "d), so the scores are queries @ keys.transpose(1, 2) / sqrt(d).",
+         mutation=[("torch.einsum('bqd,bkd->bqk', queries, keys)", "torch.einsum('qbd,kbd->bqk', queries, keys)"),
+                   (DOT_RETURN, DOT_RETURN.replace("'bqk,bkv->bqv'", "'bqk,kbv->qbv'"))])
+def q3_sequence_first(queries: np.ndarray, keys: np.ndarray, values: np.ndarray,
+                      valid_lens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """What (steps, batch, features) code computes from batch-first inputs, where they fit that reading: as many
+    queries as keys (its batch is their axis 1), its steps the examples. Its (queries, batch, batch) scores reach the
+    reference masked_softmax, which pairs their rows with the lengths flattened, as the torch one the student's code
+    calls does (a count that differs raises there too)."""
+    q = np.asarray(queries, np.float64).transpose(1, 0, 2)  # (queries, batch, d): per position, the examples
+    k = np.asarray(keys, np.float64).transpose(1, 0, 2)
+    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])  # [l, i, j] = queries[i, l] . keys[j, l] / sqrt(d)
+    if valid_lens is not None:
+        lengths = np.asarray(valid_lens)
+        lengths = lengths.reshape(-1) if lengths.ndim == 2 else np.repeat(lengths, scores.shape[1])
+        rows = scores.reshape(-1, scores.shape[-1])
+        if lengths.size != rows.shape[0]:
+            raise ValueError("the lengths do not pair with the scores' rows")
+        kept = np.arange(rows.shape[-1])[None, :] < lengths[:, None]
+        scores = np.where(kept, rows, ref.MASK_VALUE).reshape(scores.shape)
+    weights = ref.softmax(scores)
+    output = weights @ np.asarray(values, np.float64).transpose(1, 0, 2)  # [l, i] = sum_j weights[l, i, j] values[j, l]
+    return output.transpose(1, 0, 2), weights
+
+
 misconception("q3", "dropout_in_eval", name="dropout active in eval mode",
               explain="Your DotProductAttention gives different outputs for the same inputs after .eval(), as "
                       "dropout left on does (F.dropout(..., training=True)): call self.dropout, an nn.Dropout, which "

@@ -11,25 +11,23 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from grader.check.load import load_assignment
-from grader.discover.finder import KINDS, Submission
 from grader.execute import isolation
 from grader.execute.workers import Worker
 from grader.kit.build import build_kit
 from grader.kit.bundle import KIT_FOLDER
-from grader.kit.runner import load_kit, run_kit
+from grader.kit.runner import load_kit
 from grader.paths import ASSIGNMENTS_DIR
 from grader.pipeline.self_check import public_only
-from grader.pipeline.submission_run import grade_submission
 from grader.results import PASSED, PUBLIC, SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS
+from .test_dependent_questions import graded, in_kernel, scores
 
 MASKS = {
     "asked": "torch.ones((steps, steps), dtype=torch.bool).tril()",
@@ -90,25 +88,8 @@ def kit(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return kit_of("causal", FIXTURE_SOLUTIONS, tmp_path_factory.mktemp("kit"))
 
 
-def graded(assignment: Any, worker: Any, folder: Path, text: str, student: str = "s1") -> SubmissionResult:
-    path = folder / f"{student}.py"
-    path.write_text(text)
-    return grade_submission(submission=Submission(student, path, KINDS[".py"], datetime.now(UTC)),
-                            assignment=assignment, root=folder, limits=assignment.limits, worker=worker)
-
-
-def in_kernel(kit: Any, text: str) -> SubmissionResult:
-    namespace: dict[str, Any] = {"__name__": "student"}
-    exec(compile(text, "student.py", "exec"), namespace)
-    return run_kit(kit, namespace)
-
-
 def verdicts(result: SubmissionResult, visibility: str | None = PUBLIC) -> dict[str, str]:
     return {c.check_id: c.status for c in result.checks if visibility is None or c.visibility == visibility}
-
-
-def scores(result: SubmissionResult) -> dict[str, float]:
-    return {q.id: q.score for q in result.questions}
 
 
 @pytest.mark.parametrize("reading", READINGS)

@@ -160,7 +160,9 @@ class DotProdAttention(nn.Module):
 # Measured on a 2-core machine, training on one thread: with a correct `DotProdAttention` the model trains in about 6
 # s and reverses 99.4% of the 500 validation strings exactly (99.9% of characters); without attention it reverses
 # 53.4% (79.7% of characters). The grader trains your attention with the same harness and seed and passes the training
-# check at 84% exact match on 300 strings of its own.
+# check at 84% exact match on 300 strings of its own after the 5 epochs, or earlier: it scores the training after every
+# quarter epoch and stops as soon as the score decides (a correct attention is far above anything that fails after one
+# epoch); your report says after how many epochs.
 
 
 # %%

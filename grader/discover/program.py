@@ -33,7 +33,19 @@ from grader.names import readable
 PLACEHOLDER_ANSWER = "_Write your answer here._"
 
 
+# The one rule for an answer's header: a first line "Your answer", or "Your answer to ..." (bold, italic or a
+# heading), that ends there or at a colon ("**Your answer to exercise 1:**", "Your answer to question 3:", "### Your
+# answer") is the template's, not the answer: a blank template's answer is empty, whatever its header says.
+_MARKUP = r"(?:\*\*|__|\*|_)?"
+ANSWER_HEADER = re.compile(rf"^\s*(?:#{{1,6}}[ \t]*)?{_MARKUP}[ \t]*your answer(?:[ \t]+to[ \t]+[^:*_\n]{{1,60}})?"
+                           rf"[ \t]*{_MARKUP}[ \t]*(?P<colon>:)?[ \t]*{_MARKUP}[ \t]*", re.IGNORECASE)
+
+
 def _answer_text(text: str) -> str:
+    """The student's answer: the template's header line and placeholder left out."""
+    header = ANSWER_HEADER.match(text)
+    if header and (header["colon"] or text[header.end():].startswith("\n") or header.end() == len(text)):
+        text = text[header.end():]
     return text.replace(PLACEHOLDER_ANSWER, "").strip()
 
 
@@ -249,7 +261,7 @@ def _answer_id(metadata: Any, source: str, written_ids: Sequence[str]) -> str | 
             return answer_id
     for answer_id in written_ids:
         number = re.sub(r"\D", "", answer_id)
-        if number and re.search(rf"your answer to exercise\s*{number}\b", source, re.IGNORECASE):
+        if number and re.search(rf"your answer to (?:exercise|question|part|q)\s*{number}\b", source, re.IGNORECASE):
             return answer_id
     return None
 
@@ -615,8 +627,7 @@ def _read_notebook(text: str, name: str, written_ids: Sequence[str]) -> Program:
         else:
             answer_id = _answer_id(metadata, source, written_ids)
             if answer_id and answer_id not in answers:
-                answers[answer_id] = _answer_text(re.sub(r"^\s*\*\*your answer to exercise\s*\d+:?\*\*:?\s*", "",
-                                                         source, flags=re.IGNORECASE))
+                answers[answer_id] = _answer_text(source)
     if unreadable:
         notes.append(f"{_cells_count(unreadable)} whose source is not text (neither a string nor a list of lines) "
                      f"could not be read, and {'was' if unreadable == 1 else 'were'} left out")

@@ -3,6 +3,7 @@ the kit's parity sweep (test_kit_parity.py) grade, graded once per test session 
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,20 @@ def mutant_name(variant: Variant) -> str:
 
 
 def mutate(source: str, variant: Variant) -> str:
+    """The model solution with ``variant``'s mistake in it; a mutation that leaves a file Python cannot read (an
+    edit that breaks the indentation) fails here, naming the variant, its edit and the line, not later in a grading
+    thread as an invalid submission."""
     assert variant.mutation, f"{variant.id} has no mutation to test it with"
     for old, new in variant.mutation:
         assert source.count(old) == 1, f"{variant.id}: {old!r} is not in the model solution exactly once"
         source = source.replace(old, new)
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        edits = "; ".join(f"{old!r} -> {new!r}" for old, new in variant.mutation)
+        line = source.splitlines()[exc.lineno - 1] if exc.lineno and exc.lineno <= len(source.splitlines()) else ""
+        pytest.fail(f"{variant.id}'s mutation ({edits}) makes a file Python cannot read: {exc.msg} at line "
+                    f"{exc.lineno}: {line!r}. Keep the edit's indentation as the model solution's", pytrace=False)
     return source
 
 

@@ -132,3 +132,16 @@ def test_every_known_mistake_fails_the_same_checks_whoever_submits_it(assignment
                                for checks, students in outcomes.items()}
     assert not differing, differing
     assert results["model solution"][SWEPT_STUDENTS[0]] == frozenset()
+
+
+def test_a_mutation_that_breaks_the_file_is_named_with_its_edit() -> None:
+    """An edit whose new text loses the indentation: the test says which variant, which edit, and where."""
+    base = "def f(x):\n    y = x * 2\n    return y\n"
+    broken = Variant("q1.doubled", "q1", "doubled", "Your f doubles.", None, None,
+                     (("    y = x * 2\n", "y = x * 3\n"),))
+    with pytest.raises(pytest.fail.Exception) as failed:
+        mutate(base, broken)
+    message = str(failed.value)
+    assert message.startswith("q1.doubled's mutation ('    y = x * 2\\n' -> 'y = x * 3\\n') makes a file Python cannot "
+                              "read: ")
+    assert "at line 2: 'y = x * 3'" in message

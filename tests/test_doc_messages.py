@@ -181,7 +181,8 @@ QUOTES = (
         "q2  AdditiveAttention                  20 / 20    passed (5 public checks)",
         "How your code was read: q2: graded with the reference masked_softmax in place of yours, because a mistake "
         "there then costs points only in q1.",
-        "3 of 15 public checks did not pass (46 / 59 points).",
+        "3 of 15 public checks did not pass (46 / 59 points; the grade is out of 100: your instructor grades the "
+        "rest).",
         "Hidden checks, on other inputs, also count towards your grade: your instructor runs them when grading.")),
     # The student kit
     Quote(C, "Checked when graded, not here", "kit/bahdanau_attention"),

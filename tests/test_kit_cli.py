@@ -181,7 +181,8 @@ def _requirement_names() -> set[str]:
 
 def test_a_student_checks_a_correct_file_with_the_kit_alone(student: Path) -> None:
     printed, found = _run_as_student(student, SUBMISSIONS / "einsum_style.py")
-    assert "All 15 public checks passed (59 / 59 points)." in printed, printed
+    assert "All 15 public checks passed (59 / 59 points; the grade is out of 100: your instructor grades the " \
+           "rest)." in printed, printed
     assert "Hidden checks, on other inputs, also count towards your grade" in printed
     assert set(found["third_party"]) == _requirement_names()  # type: ignore[arg-type]
 
@@ -193,7 +194,7 @@ def test_a_student_sees_what_is_wrong_with_a_wrong_file(student: Path) -> None:
     assert "FAILED  textbook example" in printed
     assert "Likely cause: softmax over the queries axis" in printed
     # Only q1's: q2 and q3 are checked with the reference masked_softmax's answers, as when graded.
-    assert "3 of 15 public checks did not pass (46 / 59 points)" in printed
+    assert "3 of 15 public checks did not pass (46 / 59 points; the grade is out of 100" in printed
 
 
 def test_assign_writes_the_kits_after_the_templates(tmp_path: Path) -> None:

@@ -109,7 +109,8 @@ def test_a_failed_check_shows_its_message_cause_entries_and_heatmaps(reports: di
     # The header: title, public checks, score, not passed.
     assert page.text.startswith(f"{report.title} ({report.result.assignment}), public checks "
                                 f"{report.result.score:g} / {report.result.max_score:g} not passed")
-    assert "3 of 15 public checks did not pass (46 / 59 points)." in page.text
+    assert "3 of 15 public checks did not pass (46 / 59 points; the grade is out of 100: your instructor grades " \
+           "the rest)." in page.text
     assert "Hidden checks, on other inputs, also count towards your grade" in page.text
     assert "Checked in 2.3 s." in page.text and NOTES[0] in page.text
     assert not report.passed
@@ -167,7 +168,8 @@ def test_passing_checks_fold_their_heatmaps(reports: dict[str, KitReport]) -> No
     folded = re.findall(r"<details>.*?</details>", fragment, flags=re.DOTALL)
     assert sum(f.count('<figure class="heatmaps') for f in folded) == drawn
     assert page.text.startswith(f"{report.title} ({report.result.assignment}), public checks 59 / 59 passed")
-    assert "All 15 public checks passed (59 / 59 points)." in page.text
+    assert "All 15 public checks passed (59 / 59 points; the grade is out of 100: your instructor grades the " \
+           "rest)." in page.text
 
 
 def test_a_file_that_could_not_run_says_why(reports: dict[str, KitReport]) -> None:

@@ -174,7 +174,8 @@ def test_hidden_checks_and_questions_with_only_hidden_checks_are_not_run(tmp_pat
     print_summary(check, source="halves.py", stream=summary)
     text = summary.getvalue()
     assert "q1  half" in text and "q2  quarter" in text and "no public check" in text
-    assert "The public check passed (1 / 1 points)." in text
+    # On the grade's scale: of its 4 points the public check has 1, the hidden ones 3.
+    assert "The public check passed (1 / 1 points; the grade is out of 4: your instructor grades the rest)." in text
     page = check.report.read_text()
     assert "q2 (quarter) has no public check" in page
     for secret in ("secret", "q1.secret", "q2.secret"):

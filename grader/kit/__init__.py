@@ -36,7 +36,7 @@ def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Pat
     unchecked = tuple(item for item in loaded.unchecked if not questions or item[0] in questions)
     return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started,
                      kit_notes(loaded, questions),
-                     loaded.identity.label() if loaded.identity else "")
+                     loaded.identity.label() if loaded.identity else "", loaded.out_of)
 
 
 def _in_kernel() -> bool:

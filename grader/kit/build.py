@@ -295,6 +295,7 @@ def build_kit(name: str, *, solutions_dir: Path = SOLUTIONS_DIR, assignments_dir
                       for q in public.questions],
         "unchecked": [[q.id, q.title] for q in spec.questions if q.id not in asked],
         "has_hidden": bool(hidden),
+        "out_of": spec.max_score,  # the grade's whole, as the template's question list says it (not which is hidden)
         "call_seconds": spec.limits.call_seconds,  # the kernel's time limit for a call, as the grader's
         "checks": [{"id": c.id, "question": c.question, "title": c.title, "points": c.points,
                     "function": c.run.__name__, "grader_only": GRADER_ONLY if c.id in budgeted else "",

@@ -32,10 +32,11 @@ class KitReport:
     seconds: float = 0.0  # how long the check took
     notes: tuple[str, ...] = ()  # the kit's own, e.g. what it could not check in a kernel
     kit: str = ""  # which kit build checked it ("kit attention_scoring 1 · 3f2a1b9c"), to tell an old kit from a new
+    out_of: float = 0.0  # the grade's whole (hidden checks and written answers too); 0: not known
 
     @classmethod
     def from_self_check(cls, check: SelfCheck, *, seconds: float, notes: tuple[str, ...] = ()) -> KitReport:
-        return cls(check.result, check.title, check.unchecked, check.has_hidden, seconds, notes)
+        return cls(check.result, check.title, check.unchecked, check.has_hidden, seconds, notes, out_of=check.out_of)
 
     @property
     def passed(self) -> bool:
@@ -60,7 +61,7 @@ def html(report: KitReport) -> str:
     template = _environment().get_template(TEMPLATE)
     return template.render(
         r=report.result.for_student(), title=report.title, unchecked=report.unchecked, has_hidden=report.has_hidden,
-        seconds=report.seconds, kit=report.kit, notes=report.notes, passed=report.passed,
+        seconds=report.seconds, kit=report.kit, notes=report.notes, passed=report.passed, out_of=report.out_of,
         hidden_sentence=summary.HIDDEN_SENTENCE,
         question_passed=summary.question_passed, question_verdict=summary.question_verdict,
         question_notes=summary.question_notes, total_line=summary.total_line,

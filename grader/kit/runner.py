@@ -55,6 +55,7 @@ class Kit:
     standins: dict[str, StandIns]  # question -> the recorded answers of the references it is graded with
     limits: Limits = dataclasses.field(default_factory=Limits)  # its call_seconds: the kernel applies it too
     identity: KitIdentity | None = None  # which build (None: a kit made in memory, by a test)
+    out_of: float = 0.0  # the grade's whole: every check's points, hidden ones too, and the written answers'
 
 
 def find_kit(start: Path | None = None) -> Path:
@@ -120,7 +121,8 @@ def load_kit(folder: Path) -> Kit:
     return Kit(folder, data["assignment"], data["title"], data["student"], assignment,
                tuple((q, t) for q, t in data["unchecked"]), bool(data["has_hidden"]),
                {c["id"]: c["grader_only"] for c in data["checks"] if c["grader_only"]}, provided, standins,
-               Limits(call_seconds=float(data["call_seconds"])), KitIdentity.from_json(data["identity"]))
+               Limits(call_seconds=float(data["call_seconds"])), KitIdentity.from_json(data["identity"]),
+               float(data.get("out_of", 0.0)))
 
 
 def kit_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:

@@ -38,6 +38,7 @@ class SelfCheck:
     report: Path  # the student's page, rendered from ``result``
     has_hidden: bool  # whether the instructor's grading runs checks not run here (never which, nor how many)
     unchecked: tuple[tuple[str, str], ...]  # (id, title) of questions without a public check
+    out_of: float = 0.0  # the grade's whole: every check's points, hidden ones too, and the written answers'
 
     @property
     def passed(self) -> bool:
@@ -95,4 +96,4 @@ def check_submission(*, path: Path, out_dir: Path, assignment: str | None = None
     title = f"{spec.title} · self-check"
     report = out_dir / file_name(submission.student) / "report.html"  # a file named "...py" has the stem ".."
     write_text_atomic(report, render_student_report(result, title=title))
-    return SelfCheck(result, spec.title, report, len(public.checks) < len(spec.checks), unchecked)
+    return SelfCheck(result, spec.title, report, len(public.checks) < len(spec.checks), unchecked, spec.max_score)

@@ -35,6 +35,9 @@ class Summarised(Protocol):
     @property
     def has_hidden(self) -> bool: ...
 
+    @property
+    def out_of(self) -> float: ...  # the grade's whole: every check's points and the written answers'
+
 
 def all_passed(result: SubmissionResult) -> bool:
     """Every public check passed (and the file could be run)."""
@@ -60,10 +63,13 @@ def question_verdict(question: QuestionResult) -> str:
     return f"{passed} of {total} public checks passed"
 
 
-def total_line(result: SubmissionResult) -> str:
-    """The verdict on the whole file, with its points."""
+def total_line(result: SubmissionResult, out_of: float = 0.0) -> str:
+    """The verdict on the whole file, with its points; ``out_of``: the grade's whole (hidden checks and written
+    answers too), said where it is more than the public checks' own."""
     checks = result.checks
-    points = f"({shown(result.score)} / {shown(result.max_score)} points)."
+    rest = f"; the grade is out of {shown(out_of)}: your instructor grades the rest" if out_of > result.max_score \
+        else ""
+    points = f"({shown(result.score)} / {shown(result.max_score)} points{rest})."
     if all_passed(result):
         every = f"All {len(checks)} public checks" if len(checks) != 1 else "The public check"
         return f"{every} passed {points}"
@@ -179,7 +185,7 @@ def summary_lines(check: Summarised, *, heading: str = "", colour: bool = False)
         if empty:
             out.line(empty)
     out.line()
-    out.line(out.paint(total_line(result), "green" if all_passed(result) else "red"))
+    out.line(out.paint(total_line(result, check.out_of), "green" if all_passed(result) else "red"))
     if check.has_hidden:
         out.line(HIDDEN_SENTENCE)
     return out.lines

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -135,3 +136,16 @@ def test_the_install_takes_less_disk_than_the_guide_says(kits: Path) -> None:
         size = sum(os.path.getsize(path) for d in _closure(named).values() for f in d.files or []
                    if (path := Path(str(d.locate_file(f)))).is_file())
         assert size < stated, (kit.name, size)
+
+
+def test_the_guides_torch_line_says_which_build_is_installed() -> None:
+    """The one line the guide gives a student to see which torch they have runs, and says this one is the CPU-only
+    build with its size (the project's pinned torch is)."""
+    guide = (ROOT / "docs" / "student-kit.md").read_text()
+    (line,) = [line.strip() for line in guide.splitlines() if "torch.version.cuda" in line]
+    words = shlex.split(line)
+    assert words[:2] == ["python", "-c"]
+    done = subprocess.run([sys.executable, "-c", words[2]], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"torch \S+ (CPU-only|CUDA \S+) \d+ MB\n", done.stdout), done.stdout
+    assert "CPU-only" in done.stdout

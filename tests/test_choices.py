@@ -141,4 +141,4 @@ class _Summary:
     """What `grader check` summarises (a SelfCheck's fields)."""
 
     def __init__(self, result: SubmissionResult, title: str) -> None:
-        self.result, self.title, self.unchecked, self.has_hidden = result, title, (), True
+        self.result, self.title, self.unchecked, self.has_hidden, self.out_of = result, title, (), True, 0.0

@@ -14,13 +14,13 @@ import pytest
 from grader import __version__
 from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source
 from grader.assign.scaffold import SAMPLE
-from grader.check.load import available_assignments, load_assignment
+from grader.check.load import available_assignments, load_assignment, load_solution_module
 from grader.pipeline import grade_class
 from grader.results import SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, with_templates, with_variants
 from .mutants import mutant_name, mutate
-from .sample_classes import by_student
+from .sample_classes import by_student, student_reads
 
 NAME = "multihead_attention"
 
@@ -30,9 +30,9 @@ def grader(*args: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT)
 
 
-def new(tmp_path: Path, name: str = NAME) -> subprocess.CompletedProcess[str]:
+def new(tmp_path: Path, name: str = NAME, *options: str) -> subprocess.CompletedProcess[str]:
     """``grader new`` into tmp_path's solutions/, assignments/ and submissions/, the project's layout."""
-    return grader("new", name, "--solutions", str(tmp_path / "solutions"), "--assignments",
+    return grader("new", name, *options, "--solutions", str(tmp_path / "solutions"), "--assignments",
                   str(tmp_path / "assignments"), "--submissions", str(tmp_path / "submissions"))
 
 
@@ -72,6 +72,59 @@ def test_a_new_assignment_grades_its_sample_to_full_marks_and_catches_its_mistak
     assert model.score == model.max_score == 10 and all(c.diagnosis is None for c in model.checks)
     assert mutant.status == "graded" and scores(mutant)["q1"] < scores(model)["q1"]
     assert {c.diagnosis.variant for c in mutant.checks if c.diagnosis is not None} == {"q1.no_mask"}
+
+
+@pytest.mark.slow
+def test_a_new_assignment_with_a_training_and_a_written_question_passes_its_own_tests_at_once(tmp_path: Path) -> None:
+    """`grader new NAME --training --written`: a question whose check trains a model with the student's class,
+    decided by a staged verdict the scaffold calibrated, and a written question worth points with a rubric. What
+    `make test-assignment` holds it to, here on a class: the model solution earns every automatic point, each known
+    mistake costs its own question only (q1's mistake does not sink q2's training), the blank templates earn 0 and
+    hand in no written answer, and lint passes on what was written."""
+    made = new(tmp_path, NAME, "--training", "--written")
+    assert made.returncode == 0, made.stderr
+    assert "warning" not in made.stderr  # the rubric adds up to the points
+    solutions, assignments = tmp_path / "solutions", tmp_path / "assignments"
+    folder = solutions / NAME
+    assert {"calibration.py", "training_stages.py", "provided.py"} <= {p.name for p in folder.iterdir()}
+    assert (assignments / NAME / f"{NAME}_training.py").is_file()
+    stages = (folder / "training_stages.py").read_text()
+    assert f"written by `grader calibrate {NAME}`" in stages  # the calibration ran: no threshold typed in
+    measured = load_solution_module(NAME, "training_stages", solutions_dir=solutions).MEASURED
+    assert measured["calibration"]["failed_early"] == measured["calibration"]["passed_early"] == 0
+    assert set(measured["check_seed"]) == {"reference", "valid_lens ignored", "scores ignored"}
+    linted = subprocess.run([sys.executable, "-m", "ruff", "check", "--config", str(ROOT / "pyproject.toml"),
+                             str(folder)], capture_output=True, text=True)
+    assert linted.returncode == 0, linted.stdout
+    assert stale_templates(NAME, solutions_dir=solutions, assignments_dir=assignments) == []
+
+    spec = load_assignment(NAME, solutions_dir=solutions)
+    assert spec.authoring_warnings() == []
+    assert [w.id for w in spec.written] == ["why_zero"] and spec.written[0].points == 4
+    assert sorted(v.id for v in spec.variants) == ["q1.no_mask", "q2.scores_ignored"]
+    sample = tmp_path / "submissions" / NAME / SAMPLE
+    (tmp_path / "class").mkdir()
+    base = sample.read_text()
+    (tmp_path / "class" / SAMPLE).write_text(base)
+    for variant in spec.variants:
+        (tmp_path / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
+    shutil.copy(assignments / NAME / f"{NAME}.py", tmp_path / "class" / "blank_py.py")
+    shutil.copy(assignments / NAME / f"{NAME}.ipynb", tmp_path / "class" / "blank_notebook.ipynb")
+    run = by_student(grade_class(assignment=NAME, submissions_dir=tmp_path / "class", out_dir=tmp_path / "out",
+                                 solutions_dir=solutions, jobs=2))
+    model = run["reference_style"]
+    assert scores(model) == {"q1": 10, "q2": 30} and all(c.diagnosis is None for c in model.checks)
+    training = next(c for c in model.checks if c.check_id == "q2.training")
+    assert "decided after" in " ".join(training.notes)  # the staged verdict stopped before the last epoch
+    no_mask, ignored = run["q1_no_mask"], run["q2_scores_ignored"]
+    assert scores(no_mask) == {"q1": 0, "q2": 30}  # q2 is graded with the reference padded_softmax
+    assert {c.diagnosis.variant for c in no_mask.checks if c.diagnosis} == {"q1.no_mask"}
+    assert scores(ignored)["q1"] == 10 and scores(ignored)["q2"] == 0
+    assert {c.diagnosis.variant for c in ignored.checks if c.diagnosis} == {"q2.scores_ignored"}
+    assert "learned too little" in student_reads(ignored, "q2.training")
+    for blank in ("blank_py", "blank_notebook"):
+        assert scores(run[blank]) == {"q1": 0, "q2": 0}
+    assert [a.text for a in run["blank_notebook"].answers] == [""]  # the header is the template's, not an answer
 
 
 def test_grader_new_refuses_to_overwrite(tmp_path: Path) -> None:

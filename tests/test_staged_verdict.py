@@ -73,26 +73,58 @@ def test_practical10_reads_the_stages_its_calibration_wrote() -> None:
     stages = load_solution_module("practical10", "training_stages")
     verdict = checks.staged_verdict()
     assert verdict.mark == checks.PASS_EXACT == stages.MARK
-    assert [s.after for s in verdict.stages] == list(stages.STAGE_EPOCHS)
-    assert verdict.work == load_solution_module("practical10", "measure_training").load_harness().CONFIG.epochs
+    assert [s.after for s in verdict.stages] == list(load_solution_module("practical10", "calibration").STAGE_EPOCHS)
+    assert verdict.work == load_solution_module("practical10", "calibration").load_harness().CONFIG.epochs
 
 
 def test_the_calibration_command_writes_a_verdict_checks_can_read(tmp_path: Path) -> None:
     """Two kinds, one calibration seed and one held out, two kernel sets, trained to a single epoch (the command
     the stages in solutions/practical10/training_stages.py came from, made short)."""
     out = tmp_path / "stages.py"
-    subprocess.run([sys.executable, "-m", "solutions.practical10.measure_training", "--calibrate",
+    subprocess.run([sys.executable, "-m", "grader", "calibrate", "practical10",
                     "--kinds", "reference,no attention", "--seeds", "10", "--held-out", "20", "--kernels", "2",
                     "--stages", "0.5,1", "--out", str(out)], cwd=ROOT, check=True, capture_output=True, text=True)
     spec = importlib.util.spec_from_file_location("written_stages", out)
     assert spec is not None and spec.loader is not None
     written = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(written)
-    verdict = StagedVerdict(written.MARK, tuple(Stage(*s) for s in written.STAGES), written.MEASURED)
-    assert written.STAGE_EPOCHS == (0.5, 1.0)
+    verdict = StagedVerdict.from_module(written)
+    assert [stage.after for stage in verdict.stages] == [0.5, 1.0] and written.UNIT == "epochs"
     assert verdict.stages[-1] == Stage(1.0, written.MARK, written.MARK)
     held_out = written.MEASURED["held_out"]
     assert (held_out["should_pass"], held_out["should_fail"]) == (2, 2)  # seed 20, and seed 10 on other kernels
     assert held_out["kernels"] == ["ATen AVX2"]
     assert written.MEASURED["calibration"]["failed_early"] == written.MEASURED["calibration"]["passed_early"] == 0
-    assert set(written.MEASURED["harness_seed"]) == {"reference", "no attention"}
+    assert set(written.MEASURED["check_seed"]) == {"reference", "no attention"}
+
+
+@given(trajectories, trajectories, st.lists(score, min_size=len(STAGES), max_size=len(STAGES)))
+def test_a_staged_run_trains_only_until_the_first_stage_that_decides(
+        passing: list[list[float]], failing: list[list[float]], scores: list[float]) -> None:
+    verdict = calibrate(STAGES, passing, failing, mark=0.84, pass_margin=0.05, fail_margin=0.05)
+    asked: list[float] = []
+
+    def score_after(work: float) -> tuple[float, int]:
+        asked.append(work)
+        return scores[STAGES.index(work)], len(asked)
+
+    decided = verdict.run(score_after)
+    index, decision = verdict.first_decision(scores)
+    assert asked == list(STAGES[:index + 1])  # no stage trained past the one that decides
+    assert (decided.work, decided.score, decided.kept) == (STAGES[index], scores[index], index + 1)
+    if index < len(STAGES) - 1:
+        assert decided.decision is decision
+        side = "at or above" if decision else "under"
+        threshold = verdict.stages[index].pass_at if decision else verdict.stages[index].fail_below
+        assert decided.said(score="exact").startswith(
+            f"decided after {STAGES[index]:g} of 5 epochs: {scores[index]:.1%} exact, {side} {threshold:.1%}")
+        assert decided.said().endswith("the mark after all 5 epochs is 84%")
+    else:  # the last stage is the check's own rule (near the mark, a second training), not the staged verdict's
+        assert decided.decision is None and decided.said().startswith("trained all 5 epochs: ")
+
+
+def test_calibrate_names_what_an_assignment_without_a_calibration_lacks(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "grader", "calibrate", "attention_scoring"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "attention_scoring/calibration.py: an assignment whose checks train something declares" in done.stderr

@@ -6,11 +6,12 @@ import the submodules (``grader.check.load``, ``grader.check.runner``) instead, 
 namespace being complete.
 """
 
+from grader.check.calibration import Calibration
 from grader.check.compare import compare_tensor
 from grader.check.context import CheckContext
 from grader.check.load import available_assignments, load_assignment, load_solution_module
 from grader.check.spec import Assignment, CheckSpec, Question, RubricItem, WrittenQuestion
-from grader.check.staged import Stage, StagedVerdict, calibrate, error_rates
+from grader.check.staged import Decided, Stage, StagedVerdict, calibrate, error_rates
 from grader.check.student import StudentFunction, StudentObject
 from grader.check.variants import memoised, substitutable
 from grader.errors import StudentRaised, WrongAnswer
@@ -20,7 +21,8 @@ from grader.paths import assignment_file
 from grader.results import HIDDEN, PUBLIC
 from grader.times import LatePolicy
 
-__all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "CheckContext", "CheckSpec", "LatePolicy", "Limits", "Question",
-           "Returned", "RubricItem", "Stage", "StagedVerdict", "StudentFunction", "StudentObject", "StudentRaised",
-           "WrittenQuestion", "WrongAnswer", "assignment_file", "available_assignments", "calibrate", "compare_tensor",
-           "error_rates", "load_assignment", "load_solution_module", "memoised", "substitutable"]
+__all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "Calibration", "CheckContext", "CheckSpec", "Decided",
+           "LatePolicy", "Limits", "Question", "Returned", "RubricItem", "Stage", "StagedVerdict", "StudentFunction",
+           "StudentObject", "StudentRaised", "WrittenQuestion", "WrongAnswer", "assignment_file",
+           "available_assignments", "calibrate", "compare_tensor", "error_rates", "load_assignment",
+           "load_solution_module", "memoised", "substitutable"]

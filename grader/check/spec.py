@@ -248,6 +248,24 @@ class Assignment:
         and what a submission that takes it from ``d2l`` is told ("`d2l.X` is the answer to q3")."""
         return {name: q.id for q in self.questions for name in q.defines}
 
+    def authoring_warnings(self) -> list[str]:
+        """What is allowed but almost surely not meant: a rubric that can never count, or whose items cannot add up
+        to the question's points (grading goes on; the commands that load an assignment print these)."""
+        found = []
+        for written in self.written:
+            if not written.rubric:
+                continue
+            full = sum(item.points for item in written.rubric if item.points > 0)
+            if written.points == 0:
+                found.append(f"{self.name}: written question {written.id} has a rubric but is worth 0 points, so its "
+                             "marks never count: give it points=..., or drop the rubric")
+            elif abs(full - written.points) > 1e-9:
+                found.append(f"{self.name}: written question {written.id} is worth {written.points:g} points, but its "
+                             f"rubric's items add up to {full:g}: make them add up to {written.points:g}, or markers "
+                             f"can {'never give full marks' if full < written.points else 'give more than full marks'}"
+                             " from the rubric")
+        return found
+
     def validate(self) -> None:
         ids = [c.id for c in self.checks]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})

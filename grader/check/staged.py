@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import types
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from grader.errors import ConfigurationError
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,29 @@ class StagedVerdict:
                 return index, decided
         raise ValueError(f"a trajectory of {len(scores)} scores for {len(self.stages)} stages is never decided")
 
+    def run(self, score_after: Callable[[float], tuple[float, T]]) -> Decided[T]:
+        """Train in stages: ``score_after(work)`` trains on to ``work`` (going on from the stage before) and returns
+        the score and whatever else the check keeps of that stage; it stops at the first stage before the last that
+        decides. Trained to the end, the decision is None: the check's own rule for a result near the mark decides."""
+        last = len(self.stages) - 1
+        for index, stage in enumerate(self.stages):
+            score, kept = score_after(stage.after)
+            decision = self.decide(stage, score)
+            if decision is not None and index < last:
+                threshold = stage.pass_at if decision else stage.fail_below
+                return Decided(score, stage.after, self.work, decision, threshold, self.mark, kept)
+        return Decided(score, self.work, self.work, None, self.mark, self.mark, kept)
+
+    @classmethod
+    def from_module(cls, module: types.ModuleType) -> StagedVerdict:
+        """The verdict a calibration wrote as a module (grader/check/calibration.py ``write_stages``)."""
+        try:
+            return cls(float(module.MARK), tuple(Stage(*map(float, stage)) for stage in module.STAGES),
+                       dict(getattr(module, "MEASURED", {})))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ConfigurationError(f"{module.__name__}: not the stages a calibration wrote ({exc}); run "
+                                     "`grader calibrate` again") from exc
+
     # ----- the file the calibration writes ------------------------------------------------------------------------
     def write(self, path: Path) -> None:
         data = {"mark": self.mark, "stages": [asdict(s) for s in self.stages], "measured": dict(self.measured)}
@@ -86,6 +112,30 @@ class StagedVerdict:
                        data.get("measured", {}))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigurationError(f"{path}: not a staged verdict the calibration wrote ({exc})") from exc
+
+
+@dataclass(frozen=True)
+class Decided(Generic[T]):
+    """Where a staged training stopped, and why."""
+
+    score: float  # at ``work``
+    work: float  # trained when it stopped
+    whole: float  # the schedule's work (the last stage's)
+    decision: bool | None  # True: passes, False: fails; None: trained to the end, for the check's own rule
+    threshold: float  # the one it cleared or fell under at ``work`` (the mark, trained to the end)
+    mark: float
+    kept: T  # what the last scoring returned besides its score (the model's outputs, say)
+
+    def said(self, *, unit: str = "epochs", score: str = "") -> str:
+        """"decided after 1 of 5 epochs: 61.0% exact, at or above 52.3%, which no training that should fail reached
+        there; the mark after all 5 epochs is 84%" (``score``: what the rate counts)."""
+        what = f"{self.score:.1%}{' ' + score if score else ''}"
+        mark = f"the mark after all {self.whole:g} {unit} is {self.mark:.0%}"
+        if self.decision is None:
+            return f"trained all {self.whole:g} {unit}: {what}; the mark is {self.mark:.0%}"
+        side = (f"at or above {self.threshold:.1%}, which no training that should fail reached there" if self.decision
+                else f"under {self.threshold:.1%}, below every training that should pass there")
+        return f"decided after {self.work:g} of {self.whole:g} {unit}: {what}, {side}; {mark}"
 
 
 def calibrate(after: Sequence[float], passing: Sequence[Sequence[float]], failing: Sequence[Sequence[float]], *,

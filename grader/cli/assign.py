@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source, write_templates
+from grader.cli.authoring import asked_elsewhere, authoring_warnings
 from grader.cli.kit import KITS_DIR, shown, write_kits
-from grader.cli.new import asked_elsewhere
 from grader.errors import ConfigurationError
 from grader.paths import ASSIGNMENTS_DIR, SOLUTIONS_DIR
 
@@ -55,7 +55,7 @@ def _assign(args: argparse.Namespace) -> int:
             return 1
         print(f"Templates up to date: {', '.join(names)}")
         return 0
-    for warning in asked_elsewhere(names, solutions):
+    for warning in [*asked_elsewhere(names, solutions), *authoring_warnings(names, solutions)]:
         print(warning, file=sys.stderr)
     for name in names:
         written = write_templates(name, solutions_dir=solutions, assignments_dir=assignments)

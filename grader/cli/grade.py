@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from grader.adjust import LateOverride
+from grader.cli.authoring import authoring_warnings
 from grader.cli.progress import ProgressDisplay
 from grader.discover import LAYOUTS
 from grader.discover.layouts import Layout
@@ -72,6 +73,8 @@ def _grade(args: argparse.Namespace) -> int:
         _print_sandbox(layers, args.device)
         print(layout.describe(Path(args.submissions)), flush=True)
 
+    for warning in authoring_warnings([args.assignment], Path(args.solutions)):
+        print(warning, file=sys.stderr)
     explain = _print_selected if args.student else _print_plan
     with ProgressDisplay() as display:
         def planned(to_grade: int, kept: int) -> None:

@@ -5,38 +5,37 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from grader.assign.scaffold import SAMPLE, scaffold
+from grader.cli.authoring import asked_elsewhere, authoring_warnings
 from grader.cli.kit import shown
 from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
 
 SUBMISSIONS_DIR = PROJECT_ROOT / "tests" / "submissions"
 
 
-def asked_elsewhere(names: Sequence[str], solutions: Path) -> list[str]:
-    """Warnings for the names ``names``' assignments ask for that another assignment in ``solutions`` asks for."""
-    from grader.check.load import available_assignments, load_assignment
-    from grader.discover.assignment_of import shared_name_warnings
-
-    asked = {n: load_assignment(n, solutions_dir=solutions).withheld_names for n in available_assignments(solutions)}
-    return shared_name_warnings(asked, involving=names)
-
-
 def _new(args: argparse.Namespace) -> int:
     name = args.name
+    if args.training:
+        print(f"{name}: writing the assignment, then calibrating its training check (`grader calibrate {name}`: "
+              "trainings in processes of their own, seconds) ...", flush=True)
     written = scaffold(name, solutions_dir=Path(args.solutions), assignments_dir=Path(args.assignments),
-                       submissions_dir=Path(args.submissions))
+                       submissions_dir=Path(args.submissions), training=args.training, written=args.written)
     for path in written:
         print(f"wrote {shown(path)}")
-    for warning in asked_elsewhere([name], Path(args.solutions)):
+    for warning in [*asked_elsewhere([name], Path(args.solutions)), *authoring_warnings([name], Path(args.solutions))]:
         print(warning, file=sys.stderr)
     sample = shown(Path(args.submissions) / name / SAMPLE)
-    print(f"\n{name}: a complete assignment (a softmax that ignores padding) to replace with yours, keeping its "
-          f"shape. Edit solution.ipynb, then run `grader assign {name}`; change reference_numpy.py, checks.py and "
-          f"variants.py with it, and keep {sample} the model solution as a student would write it. `make test` "
-          "tests it as it is now (docs/writing-checks.md).")
+    parts = ["a softmax that ignores padding"] + ["attention pooling trained by a harness"] * args.training \
+        + ["a written question with a rubric"] * args.written
+    print(f"\n{name}: a complete assignment ({'; '.join(parts)}) to replace with yours, keeping its shape. Edit "
+          f"solution.ipynb, then run `grader assign {name}`; change reference_numpy.py, checks.py and variants.py "
+          f"with it, and keep {sample} the model solution as a student would write it. `make test` tests it as it "
+          "is now (docs/writing-checks.md).")
+    if args.training:
+        print(f"The training check's stages are in training_stages.py; after changing the harness, the task or "
+              f"calibration.py, run `grader calibrate {name}` again.")
     return 0
 
 
@@ -48,6 +47,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                     "assignments/NAME/ and tests/submissions/NAME/reference_style.py (the model solution, which the "
                     "mutation test edits), for a small real task to replace with yours. Nothing is overwritten.")
     new.add_argument("name", help="the assignment's name: a lower-case Python identifier, e.g. multihead_attention")
+    new.add_argument("--training", action="store_true",
+                     help="add a question whose check trains a model with the student's class, decided as soon as "
+                          "the verdict is certain (a staged verdict, calibrated by `grader calibrate`)")
+    new.add_argument("--written", action="store_true",
+                     help="add a written question worth points, with a rubric, marked by hand (`grader review`)")
     new.add_argument("--solutions", default=str(SOLUTIONS_DIR), help="folder holding the assignments' solutions")
     new.add_argument("--assignments", default=str(ASSIGNMENTS_DIR),
                      help="folder holding what students get, one folder per assignment")

@@ -24,9 +24,9 @@ from grader.check import (
     Arg,
     Assignment,
     CheckContext,
+    Decided,
     Question,
     Returned,
-    Stage,
     StagedVerdict,
     StudentFunction,
     StudentObject,
@@ -293,21 +293,21 @@ def q4_training(ctx: CheckContext) -> None:
     figures = (f"reference {REFERENCE_EXACT:.1%}, the model without attention {BASELINE_EXACT:.1%}")
     if trained.decision is not None:  # decided at a stage before the last: the staged verdict
         passed = trained.decision
-        reached = decided_after(trained, verdict, len(strings))
-        told = f"{figures}; {trained.exact:.0%} after {trained.epochs:g} epochs"
+        reached = decided_after(trained, len(strings))
+        told = f"{figures}; {trained.score:.0%} after {trained.work:g} epochs"
     else:  # trained to the end: a result near the mark is trained again, and the mean decides
-        runs = trainings(trained.exact, lambda: train_and_score(ctx, harness, strings, SECOND_SEED, verdict.work)[0])
+        runs = trainings(trained.score, lambda: train_and_score(ctx, harness, strings, SECOND_SEED, verdict.work)[0])
         passed = float(np.mean(runs)) >= PASS_EXACT
-        reached = what_it_reached(runs, trained.per_char, len(strings))
+        reached = what_it_reached(runs, trained.kept.per_char, len(strings))
         told = f"{figures}; {float(np.mean(runs)):.0%} after {verdict.work:g} epochs"
     if passed:  # a failure says the same in its message
         ctx.note(f"Your trained model {reached}; the pass mark is {PASS_EXACT:.0%} ({figures}).")
-    weights = trained.weights
+    weights = trained.kept.weights
     if weights.array is not None and weights.shape == (len(strings), max(map(len, strings)) + 1,
                                                        max(map(len, strings))):
         maps = weights.array.astype(np.float64)
         peaks, near = anti_diagonal(maps, strings)
-        ctx.note(f"Its attention after {trained.epochs:g} epochs: the highest weight falls on the character being "
+        ctx.note(f"Its attention after {trained.work:g} epochs: the highest weight falls on the character being "
                  f"written (the anti-diagonal) at {peaks:.0%} of output steps, and {near:.2f} of the weight lies "
                  f"within one position of it (reference after {verdict.work:g} epochs: {REFERENCE_PEAKS:.0%} and "
                  f"{REFERENCE_NEAR:.2f}).")
@@ -315,7 +315,7 @@ def q4_training(ctx: CheckContext) -> None:
         ideal = np.eye(len(source))[::-1]
         ctx.draw(f"trained attention while reversing '{source}'", maps[0, :len(source), :len(source)], ideal,
                  axes=SOURCE_TARGET, reference_title="Ideal (anti-diagonal)", xticks=tuple(source),
-                 yticks=tuple(trained.predicted[0][:len(source)].ljust(len(source), "?")))
+                 yticks=tuple(trained.kept.predicted[0][:len(source)].ljust(len(source), "?")))
     ctx.expect(passed,
                f"the model trained with your DotProdAttention {reached}, below the pass mark of {PASS_EXACT:.0%} "
                f"({figures}): check your attention against the unit checks above",
@@ -324,38 +324,34 @@ def q4_training(ctx: CheckContext) -> None:
 
 def staged_verdict() -> StagedVerdict:
     """The training check's stages, as the calibration measured them (training_stages.py)."""
-    return StagedVerdict(calibrated.MARK, tuple(Stage(*stage) for stage in calibrated.STAGES))
+    return StagedVerdict.from_module(calibrated)
 
 
 @dataclass(frozen=True)
 class Trained:
-    exact: float  # after ``epochs``
+    """What the check keeps of a stage's scoring besides the exact-match rate."""
+
     per_char: float
     weights: Returned
     predicted: list[str]
-    epochs: float  # trained when it stopped
-    decision: bool | None  # the staged verdict's (True: passes), or None: trained to the end
-    threshold: float  # the one it cleared, or fell under, at ``epochs``
 
 
 def staged_training(ctx: CheckContext, harness: StudentFunction, strings: list[str],
-                    verdict: StagedVerdict) -> Trained:
+                    verdict: StagedVerdict) -> Decided[Trained]:
     """One training from the harness's seed, scored after each stage until a stage before the last decides."""
-    for index, stage in enumerate(verdict.stages):
-        exact, per_char, weights, predicted = train_and_score(ctx, harness, strings, HARNESS_SEED, stage.after)
-        decision = verdict.decide(stage, exact)
-        if decision is not None and index < len(verdict.stages) - 1:
-            threshold = stage.pass_at if decision else stage.fail_below
-            return Trained(exact, per_char, weights, predicted, stage.after, decision, threshold)
-    return Trained(exact, per_char, weights, predicted, verdict.work, None, PASS_EXACT)
+    def score_after(epochs: float) -> tuple[float, Trained]:
+        exact, per_char, weights, predicted = train_and_score(ctx, harness, strings, HARNESS_SEED, epochs)
+        return exact, Trained(per_char, weights, predicted)
+
+    return verdict.run(score_after)
 
 
-def decided_after(trained: Trained, verdict: StagedVerdict, strings: int) -> str:
+def decided_after(trained: Decided[Trained], strings: int) -> str:
     side = f"{trained.threshold:.1%} or more" if trained.decision else f"under {trained.threshold:.1%}"
     further = "passed" if trained.decision else "failed"
-    return (f"reversed {trained.exact:.1%} of {strings} strings the grader chose exactly ({trained.per_char:.1%} of "
-            f"characters) after {trained.epochs:g} of {verdict.work:g} epochs, which decides it: at {side} after "
-            f"{trained.epochs:g} epochs, every training measured {further} (the training stopped there)")
+    return (f"reversed {trained.score:.1%} of {strings} strings the grader chose exactly ({trained.kept.per_char:.1%} "
+            f"of characters) after {trained.work:g} of {trained.whole:g} epochs, which decides it: at {side} after "
+            f"{trained.work:g} epochs, every training measured {further} (the training stopped there)")
 
 
 def trainings(first: float, again: Callable[[], float]) -> list[float]:

@@ -49,6 +49,15 @@ def heatmap_window(shape: tuple[int, int], focus: tuple[int, int] | None,
             window_span(shape[1], focus[1] if focus else None, limit))
 
 
+def item_name(leading: tuple[int, ...], item: int) -> str:
+    """Which matrix of a tensor of attention weights item ``item`` is, its axes before the last two (``leading``)
+    flattened: "batch 1" for (batch, queries, keys), "batch 1, head 0" for (batch, heads, queries, keys)."""
+    index = [int(i) for i in np.unravel_index(item, leading)]
+    if len(index) > 2:
+        return f"batch {index[0]}, head {index[1]}, item [{', '.join(map(str, index[2:]))}]"
+    return ", ".join(f"{name} {i}" for name, i in zip(("batch", "head"), index))
+
+
 def _heatmap(title: str, axes: tuple[str, str], reference: np.ndarray, student: np.ndarray | None,
              focus: tuple[int, ...] | None, *, reference_title: str = "Reference", xticks: tuple[str, ...] = (),
              yticks: tuple[str, ...] = ()) -> Heatmap:
@@ -309,7 +318,7 @@ class CheckContext:
             # An extra or missing axis of size 1: the same entries, drawn as the expected shape
             student = got.array.astype(np.float64).reshape(reference.shape)
         for item in range(min(HEATMAP_ITEMS, reference.shape[0])):
-            title = f"{label}, batch {item}" if expected.ndim > 2 else label
+            title = f"{label}, {item_name(expected.shape[:-2], item)}" if expected.ndim > 2 else label
             focus = largest_error(student[item], reference[item], rtol=rtol, atol=atol) \
                 if student is not None else None
             self.heatmaps.append(_heatmap(title, axes, reference[item], student[item] if student is not None else None,

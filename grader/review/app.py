@@ -40,7 +40,7 @@ from grader.record.gradebook import Gradebook, stored_result
 from grader.record.output import ACCOUNTING, GRADEBOOK
 from grader.record.result_json import ResultFormatError, result_from_json
 from grader.report.heatmap import heatmap_svg, value_range
-from grader.results import SubmissionResult
+from grader.results import SubmissionResult, status_label
 from grader.review import fields
 from grader.review.answers import answer_view
 from grader.review.fields import Malformed
@@ -430,8 +430,33 @@ def _counts(mark: Mark | None, answer: str | None) -> bool:
     return mark is not None and mark.answer_sha256 == (answer or mark.answer_sha256)
 
 
-def _heatmaps(result: SubmissionResult, question: str) -> list[Markup]:
-    """The student's own attention maps from the checks of ``question`` (the one the written answer is about)."""
+@dataclass(frozen=True)
+class ReviewMap:
+    """One of the student's attention maps beside a written answer, with what it shows: the check it comes from (its
+    id, title and outcome) and which matrix of the check's tensor (the heatmap's title: "..., batch 1, head 0")."""
+
+    check_id: str
+    check_title: str
+    status: str
+    label: str  # the heatmap's title
+    window: str  # which part of a larger matrix is drawn; "" when all of it
+    svg: Markup
+
+    @property
+    def text(self) -> str:
+        """All of the caption in one line, for the figure's tooltip."""
+        window = f" ({self.window})" if self.window else ""
+        return f"{self.check_id}: {self.check_title} ({self.status}). {self.label}{window}"
+
+
+def _map_cell(n_cols: int) -> int:
+    """A review map's cell side in pixels: large enough to read a few keys at a glance, 32 keys in 320 pixels."""
+    return max(10, min(28, 320 // max(n_cols, 1)))
+
+
+def _heatmaps(result: SubmissionResult, question: str) -> list[ReviewMap]:
+    """The student's own attention maps from the checks of ``question`` (the one the written answer is about), each
+    labelled with its check and which matrix it is."""
     drawn = []
     for q in result.questions:
         if q.id != question:
@@ -441,6 +466,10 @@ def _heatmaps(result: SubmissionResult, question: str) -> list[Markup]:
                 if heatmap.student is None:
                     continue
                 vmin, vmax = value_range(heatmap.student)
-                drawn.append(heatmap_svg(heatmap.student, vmin, vmax, xlabel=heatmap.xlabel, ylabel=heatmap.ylabel,
-                                         title=heatmap.title, xticks=heatmap.xticks, yticks=heatmap.yticks))
+                cell = _map_cell(max((len(r) for r in heatmap.student), default=1))
+                svg = heatmap_svg(heatmap.student, vmin, vmax, xlabel=heatmap.xlabel, ylabel=heatmap.ylabel,
+                                  title="Student", cell=cell, xticks=heatmap.xticks,
+                                  yticks=heatmap.yticks, row_start=heatmap.row_start, col_start=heatmap.col_start)
+                drawn.append(ReviewMap(check.check_id, check.title, status_label(check.status), heatmap.title,
+                                       heatmap.window_text, svg))
     return drawn

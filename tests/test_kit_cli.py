@@ -228,17 +228,24 @@ def test_a_rebuilt_kit_has_a_new_identity_wheel_and_assign_check_reports_the_old
     kit = builds[0][0]
     identity = json.loads((kit / "grader-kit" / "kit.json").read_text())["identity"]
     assert identity["assignment"] == NAME and identity["version"] == "1" and len(identity["digest"]) == 64
-    assert identity["wheel"].startswith("0.1.0+k")
+    assert identity["wheel"].startswith("0.1.0.post1+k") and identity["needs"] == "0.1.0.post1"
+    assert builds[0][1].splitlines()[-1] == (f"Wheel {_wheel(kit).name}: release 1 of the course's kits "
+                                             f"({kit.parent / 'published.json'}); new in it: {NAME}")
     solutions = _points_changed(tmp_path)
     # The kit built from today's checks is older than the changed ones: named, exit 1.
     done = _grader("assign", NAME, "--check", "--solutions", str(solutions), "--kit-out", str(kit.parent))
     assert done.returncode == 1 and f"kit out of date: {kit}" in done.stderr, done.stderr
-    rebuilt = tmp_path / "dist"
+    rebuilt = tmp_path / "dist"  # the course's dist/, kept: the next release
+    shutil.copytree(kit.parent, rebuilt)
     done = _grader("kit", NAME, "--solutions", str(solutions), "--out", str(rebuilt))
     assert done.returncode == 0, done.stderr
     again = json.loads((rebuilt / NAME / "grader-kit" / "kit.json").read_text())["identity"]
     assert again["digest"] != identity["digest"] and again["sources"] != identity["sources"]
-    assert again["wheel"] != identity["wheel"] and _wheel(rebuilt / NAME).name != _wheel(kit).name
+    assert again["wheel"].startswith("0.1.0.post2+k") and _wheel(rebuilt / NAME).name != _wheel(kit).name
+    # The same grader code: the first wheel serves it too (unless the grader's code was edited meanwhile).
+    assert again["needs"] == ("0.1.0.post1" if again["grader"] == identity["grader"] else "0.1.0.post2")
+    assert done.stdout.splitlines()[-1].endswith(f"release 2 of the course's kits ({rebuilt / 'published.json'}); "
+                                                 f"new in it: {NAME}")
     done = _grader("assign", NAME, "--check", "--solutions", str(solutions), "--kit-out", str(rebuilt))
     assert done.returncode == 0, done.stderr
 
@@ -254,7 +261,7 @@ def test_pip_replaces_an_installed_kit_wheel_with_a_newer_one(builds: list[tuple
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     old = _wheel(builds[0][0])
-    new = write_wheel(build_package(), tmp_path, "0.1.0+k0000000000")
+    new = write_wheel(build_package(), tmp_path, "0.1.0.post2+k0000000000")
 
     def install(wheel: Path) -> str:
         done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
@@ -265,21 +272,33 @@ def test_pip_replaces_an_installed_kit_wheel_with_a_newer_one(builds: list[tuple
         return shown.stdout.strip()
 
     assert install(old) == old.name.split("-")[1]
-    assert install(new) == "0.1.0+k0000000000"
+    assert install(new) == "0.1.0.post2+k0000000000"
 
 
-def test_a_check_shows_its_kit_and_says_when_the_installed_wheel_is_another(student: Path) -> None:
+def test_a_check_shows_its_kit_and_says_when_the_installed_wheel_does_not_serve_it(student: Path) -> None:
     data = json.loads((student / "grader-kit" / "kit.json").read_text())
     identity = dict(data["identity"])
     printed, _ = _run_as_student(student, SUBMISSIONS / "einsum_style.py")
     assert f"with kit {NAME} 1 · {identity['digest'][:8]}." in printed.splitlines()[-1]
-    assert "This kit came with grader" not in printed
-    mismatched = student.parent / "mismatched"
-    shutil.copytree(student, mismatched)
-    data["identity"]["wheel"] = "0.1.0+kffffffffff"
-    (mismatched / "grader-kit" / "kit.json").write_text(json.dumps(data))
-    printed, _ = _run_as_student(mismatched, SUBMISSIONS / "einsum_style.py")
-    assert f"This kit came with grader 0.1.0+kffffffffff, but grader {identity['wheel']} is installed" in printed
+    assert "This kit" not in printed
+
+    def altered(folder: str, **changes: str) -> Path:
+        kit = student.parent / folder
+        shutil.copytree(student, kit)
+        (kit / "grader-kit" / "kit.json").write_text(json.dumps({**data, "identity": {**identity, **changes}}))
+        return kit
+
+    # A kit of a later release, built with other grader code: its own wheel, newer than the installed one, named.
+    newer = altered("newer", wheel="0.1.0.post9+kffffffffff", needs="0.1.0.post9")
+    printed, _ = _run_as_student(newer, SUBMISSIONS / "einsum_style.py")
+    assert f"This kit needs grader 0.1.0.post9 or newer, but grader {identity['wheel']} is installed: install the " \
+           "wheel from this kit's folder (python -m pip install attention_grader-0.1.0.post9+kffffffffff-py3-none-" \
+           "any.whl), then restart the kernel." in printed
+    # A kit older than the one the installed wheel was published with (its table, in the wheel): the kit to fetch.
+    older = altered("older", wheel="0.1.0+kffffffffff", needs="", digest="0" * 64)
+    printed, _ = _run_as_student(older, SUBMISSIONS / "einsum_style.py")
+    assert f"This kit (kit {NAME} 1 · 00000000) is older than the {NAME} kit your course published with grader " \
+           f"{identity['wheel']}: fetch the new {NAME} kit from your course" in printed
 
 
 # Course-side code a student's wheel must not hold: the commands (and `python -m grader`), the class pipeline and
@@ -288,7 +307,7 @@ def test_a_check_shows_its_kit_and_says_when_the_installed_wheel_is_another(stud
 NOT_SHIPPED = ("grader/cli/", "grader/__main__.py", "grader/pipeline/", "grader/export/", "grader/adjust/",
                "grader/record/", "grader/assign/", "grader/similar/", "grader/execute/child/stubs.py",
                "grader/execute/child/main.py", "grader/execute/child/zygote.py", "grader/kit/build.py",
-               "grader/kit/derive.py", "grader/kit/wheel.py", "grader/storage.py")
+               "grader/kit/derive.py", "grader/kit/wheel.py", "grader/kit/publish.py", "grader/storage.py")
 
 
 ATTENTION_WORDS = ("softmax", "@", "tanh", "bmm", "matmul", "exp(", "mask", "attention", "scores", "weights",
@@ -324,7 +343,8 @@ def test_the_wheel_holds_what_the_kit_runs_and_no_answer(builds: list[tuple[Path
     code = {n for n in names if n.endswith(".py")}
     assert code == allowed
     assert {n for n in names if not n.endswith(".py")} == \
-        {f"grader/templates/{p.name}" for p in (ROOT / "templates").iterdir() if p.is_file()}
+        {f"grader/templates/{p.name}" for p in (ROOT / "templates").iterdir() if p.is_file()} | \
+        {"grader/kit/published.json"}  # the course's kits as of this release
     assert [n for n in names if n.startswith(NOT_SHIPPED)] == []
     answers = _answer_lines()
     assert len(answers) > 100

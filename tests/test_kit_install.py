@@ -19,6 +19,7 @@ import sysconfig
 import zipfile
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 import pytest
@@ -29,14 +30,25 @@ from grader.kit.requirements import REQUIREMENTS_FILE
 
 from .conftest import ROOT, with_templates
 
+if TYPE_CHECKING:
+    from grader.kit.wheel import BuiltPackage
+
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from grader.kit.wheel import build_package, write_wheel
+def package() -> BuiltPackage:
+    """The grader's package as the kits' wheel holds it (pip's build: the slow part of a wheel)."""
+    from grader.kit.wheel import build_package
 
-    return write_wheel(build_package(), tmp_path_factory.mktemp("wheel"))
+    return build_package()
+
+
+@pytest.fixture(scope="module")
+def wheel(package: BuiltPackage, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from grader.kit.wheel import write_wheel
+
+    return write_wheel(package, tmp_path_factory.mktemp("wheel"))
 
 
 def _requirements(lines: list[str]) -> list[Requirement]:
@@ -115,6 +127,82 @@ def test_a_kit_installed_as_its_guide_says_checks_the_finished_work(kits: Path, 
     probe = subprocess.run([str(python), "-c", "import grader, sys; print(grader.__file__)"], capture_output=True,
                            text=True, timeout=60, cwd=tmp_path, env=env)
     assert Path(probe.stdout.strip()).is_relative_to(tmp_path / "env"), probe.stdout + probe.stderr
+
+
+SCORING, BAHDANAU = "attention_scoring", "bahdanau_attention"
+OFFERED = re.compile(r"attention_grader-(\S+?)-py3-none-any\.whl|needs grader (\S+) or newer")
+
+
+def _install(python: Path, kit: Path) -> str:
+    """The wheel in ``kit``'s folder installed as its guide says (offline); the grader's version now installed."""
+    (wheel,) = kit.glob("attention_grader-*.whl")
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index",
+                           "--disable-pip-version-check", "--quiet", str(wheel)], capture_output=True, text=True,
+                          timeout=300, cwd=kit)
+    assert done.returncode == 0, done.stderr
+    return wheel.name.split("-")[1]
+
+
+def _check(python: Path, kit: Path, name: str, installed: str) -> str:
+    """The finished work checked in ``kit``'s folder: every public check passes; what it printed. Whatever it says,
+    it never offers a wheel older than the one installed."""
+    from packaging.version import Version
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "GRADER_KIT", "VIRTUAL_ENV")}
+    done = subprocess.run([str(python), finished_script(name, kit).name], capture_output=True, text=True,
+                          timeout=600, cwd=kit, env={**env, "MPLBACKEND": "Agg"})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.search(r"All \d+ public checks passed", done.stdout), done.stdout[-3000:]
+    for offered in OFFERED.finditer(done.stdout):
+        assert Version(offered.group(1) or offered.group(2)) > Version(installed), done.stdout[-3000:]
+    return done.stdout
+
+
+def test_two_kits_of_one_course_check_in_one_environment(kits: Path, package: BuiltPackage, tmp_path: Path) -> None:
+    """Kits that coexist (issue 46): a course publishes attention_scoring's and bahdanau_attention's kits, then,
+    with the grader's code changed, attention_scoring's again with a check worth 2 more points. A student with one
+    environment and both kits: the untouched bahdanau kit checks without a warning with either wheel; the new
+    attention_scoring kit names its own, newer, wheel while the older one is installed; the older
+    attention_scoring kit names the kit to fetch; nothing ever advises an older wheel."""
+    import dataclasses
+
+    from grader.kit.build import build_kit
+    from grader.kit.publish import previous_release, publish
+    from grader.kit.wheel import KIT_REQUIREMENTS
+
+    from .test_kit_cli import _points_changed
+
+    course = tmp_path / "dist"  # the course's dist/, kept between builds
+    for name in (SCORING, BAHDANAU):
+        shutil.copytree(kits / name, course / name)
+    publish([course / SCORING, course / BAHDANAU], course, package, previous_release(course))
+    home = tmp_path / "student"
+    shutil.copytree(course / SCORING, home / "first" / SCORING)  # the attention_scoring kit handed out first
+    build_kit(SCORING, solutions_dir=_points_changed(tmp_path), out_dir=course)
+    changed = dataclasses.replace(package, package=[(n, d + b"# changed\n" if n == "grader/kit/display.py" else d)
+                                                    for n, d in package.package])
+    publish([course / SCORING], course, changed, previous_release(course))
+    for name in (SCORING, BAHDANAU):  # what the course hands out now: bahdanau's kit as it was, with its wheel
+        shutil.copytree(course / name, home / name)
+    named = _requirements([*KIT_REQUIREMENTS, *(home / SCORING / REQUIREMENTS_FILE).read_text().splitlines(),
+                           *(home / BAHDANAU / REQUIREMENTS_FILE).read_text().splitlines()])
+    python = exact_environment(named, tmp_path / "env")
+
+    first = _install(python, home / BAHDANAU)  # release 1
+    assert first.startswith("0.1.0.post1+k")
+    printed = _check(python, home / SCORING, SCORING, first)
+    newer = next((home / SCORING).glob("attention_grader-*.whl")).name
+    assert newer.startswith("attention_grader-0.1.0.post2+k")
+    assert f"This kit needs grader 0.1.0.post2 or newer, but grader {first} is installed: install the wheel from " \
+           f"this kit's folder (python -m pip install {newer})" in printed, printed[-3000:]
+
+    second = _install(python, home / SCORING)  # release 2, over release 1
+    for kit in (home / BAHDANAU, home / SCORING):  # both kits of the course, in one environment: no warning
+        printed = _check(python, kit, kit.name, second)
+        assert "This kit" not in printed, printed[-3000:]
+    printed = _check(python, home / "first" / SCORING, SCORING, second)
+    assert f"is older than the {SCORING} kit your course published with grader {second}: fetch the new {SCORING} " \
+           "kit from your course" in printed, printed[-3000:]
 
 
 def test_an_environment_without_a_named_package_cannot_import_it(tmp_path: Path) -> None:

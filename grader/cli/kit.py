@@ -27,31 +27,25 @@ def write_kits(names: Sequence[str], *, solutions: Path, assignments: Path, out:
                sandbox: str = "require") -> list[Path]:
     """Build the kit of each assignment in ``names`` into ``out``, printing what each holds; returns the folders.
 
-    One wheel for every kit of the run (the same grader; pip's build is the slow part), whose version names the
-    kits built with it (grader/kit/identity.py), written into each kit's identity and guide."""
-    from grader.kit.build import KIT_GUIDE, build_kit  # the sandbox's machinery: only when kits are written
-    from grader.kit.bundle import KIT_FILE, KIT_FOLDER, read_json, write_json
-    from grader.kit.wheel import WHEEL_NAME, build_package, wheel_version, write_wheel
+    One wheel for every kit of the run (the same grader; pip's build is the slow part): the course's next release of
+    its kits in ``out`` (grader/kit/publish.py), whose version and table of kits go into each kit's identity, and
+    whose name into its guide."""
+    from grader.kit.build import build_kit  # the sandbox's machinery: only when kits are written
+    from grader.kit.publish import previous_release, publish, refuse_partial
+    from grader.kit.wheel import build_package
 
+    previous = previous_release(out) if wheel else None
+    refuse_partial(previous, names, out)  # before anything is written
     kits = [build_kit(name, solutions_dir=solutions, assignments_dir=assignments, out_dir=out, sandbox=sandbox)
             for name in names]
-    if wheel:
-        package = build_package()
-        identities = [read_json(kit / KIT_FOLDER / KIT_FILE)["identity"]["digest"] for kit in kits]
-        version = wheel_version(package, identities)
-        for kit in kits:
-            for older in kit.glob("attention_grader-*.whl"):  # an earlier build's, which would be installed by mistake
-                older.unlink()
-            built = write_wheel(package, kit, version)
-            data = read_json(kit / KIT_FOLDER / KIT_FILE)
-            data["identity"]["wheel"] = version
-            write_json(kit / KIT_FOLDER / KIT_FILE, data)
-            guide = kit / KIT_GUIDE
-            if guide.is_file():
-                guide.write_text(guide.read_text(encoding="utf-8").replace(WHEEL_NAME, built.name), encoding="utf-8")
+    published = publish(kits, out, build_package(), previous) if wheel else None
     for name, kit in zip(names, kits, strict=True):
         files = sorted(p.name + ("/" if p.is_dir() else "") for p in kit.iterdir())
         print(f"{name}: wrote {shown(kit)}/ ({', '.join(files)})")
+    if published is not None:
+        from grader.kit.identity import PUBLISHED
+
+        print(published.summary(shown(out / PUBLISHED)))
     return kits
 
 

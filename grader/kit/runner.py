@@ -33,7 +33,7 @@ from grader.check.variants import Variant
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
 from grader.kit.bundle import ARRAYS, FORMAT, KIT_FILE, KIT_FOLDER, ArrayStore, read_json
-from grader.kit.identity import KitIdentity, installed_wheel, wheel_note
+from grader.kit.identity import KitIdentity, installed_published, installed_wheel, wheel_note
 from grader.kit.oracle import Oracle, VariantMark, answering, replaced
 from grader.kit.progress import still_running
 from grader.kit.session import KernelCalls, KernelSession
@@ -96,9 +96,11 @@ def _answered(check_id: str, function: Any, calls: list[dict[str, Any]]) -> Any:
 
 def load_kit(folder: Path) -> Kit:
     data = read_json(folder / KIT_FILE)
-    if data.get("format") != FORMAT:
+    if data.get("format") != FORMAT:  # never an older grader: an older kit is fetched anew
+        older = isinstance(data.get("format"), int) and data["format"] < FORMAT
         raise ConfigurationError(f"{folder / KIT_FILE} is a kit of format {data.get('format')}, this grader reads "
-                                 f"format {FORMAT}: install the grader that came with the kit")
+                                 f"format {FORMAT}: " + (f"fetch the new {data.get('assignment')} kit from your course"
+                                                         if older else "install the wheel from this kit's folder"))
     store = ArrayStore(folder / ARRAYS)
     oracle = Oracle(store, data["constants"])
     module = _checks_module(folder, data["assignment"], data["relative_imports"], oracle)
@@ -127,8 +129,8 @@ def load_kit(folder: Path) -> Kit:
 
 def kit_notes(kit: Kit, questions: Sequence[str] = ()) -> tuple[str, ...]:
     """What the kit leaves to the grader, one line per check, for the report; first, when the installed grader is
-    not the one that came with the kit, that."""
-    wheel = wheel_note(kit.identity, installed_wheel()) if kit.identity else ""
+    older than the kit needs or was published with a newer kit of its assignment, that."""
+    wheel = wheel_note(kit.identity, installed_wheel(), installed_published()) if kit.identity else ""
     return (*((wheel,) if wheel else ()),
             *(f"Checked when graded, not here: {c.question} \"{c.title}\" ({kit.grader_only[c.id]})."
               for c in kit.assignment.checks if c.id in kit.grader_only and (not questions or c.question in questions)))

@@ -10,8 +10,9 @@ The wheel is setuptools' (``pip wheel``, offline, from a clean copy of the packa
 - only the modules ``grader.kit`` needs when a student checks (``shipped_modules``): not the sandbox's d2l stand-in,
   the similarity report's copy of the textbook, ``grader new``'s scaffold or anything else of the course's side;
 - every entry has a fixed timestamp and mode, so the same sources give the same bytes;
-- its version is the grader's with a local label for the kits it ships with (``0.1.0+k<digest>``,
-  grader/kit/identity.py), so that pip installs a newer kit's wheel over an older one instead of skipping it.
+- its version is the course's release of its kits (``0.1.0.post<release>+k<digest>``, grader/kit/publish.py), so
+  that pip installs a newer kit's wheel over an older one, and pip's order is the course's; it carries the table of
+  the kits published with it (``grader/kit/published.json``).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ def kit_metadata(metadata: str, version: str = __version__) -> str:
 # function's too. Elsewhere only the imports a module makes when imported are (a function-level import there is on
 # a course-side path: the class dashboard's similarity pages, say).
 _KIT_CODE = ("grader.kit", "grader.check")
-_NOT_KIT = ("grader.kit.build", "grader.kit.derive", "grader.kit.wheel")  # how a kit is made, not how it checks
+# How a kit is made, not how it checks:
+_NOT_KIT = ("grader.kit.build", "grader.kit.derive", "grader.kit.wheel", "grader.kit.publish")
 
 
 def _module_file(root: Path, name: str) -> Path | None:
@@ -176,19 +178,12 @@ def build_package(*, root: Path = PROJECT_ROOT, templates: Path = TEMPLATES_DIR)
     return BuiltPackage(package, files[f"{_DIST_INFO}/METADATA"].decode(), info)
 
 
-def wheel_version(built: BuiltPackage, kit_digests: Sequence[str]) -> str:
-    """The grader's version with a local label over its code and the kits it ships with (``0.1.0+k3f2a1b9c0d``):
-    a kit rebuilt with other checks or another grader has a wheel pip does not take for the installed one."""
-    hasher = hashlib.sha256(built.digest().encode())
-    for digest in sorted(kit_digests):
-        hasher.update(digest.encode())
-    return f"{__version__}+k{hasher.hexdigest()[:10]}"
-
-
-def write_wheel(built: BuiltPackage, dest: Path, version: str = __version__) -> Path:
-    """Write the wheel of version ``version`` into ``dest`` (made if need be); returns its path."""
+def write_wheel(built: BuiltPackage, dest: Path, version: str = __version__,
+                extra: Sequence[tuple[str, bytes]] = ()) -> Path:
+    """Write the wheel of version ``version`` into ``dest`` (made if need be), with the package's files and
+    ``extra`` ones (the course's table of kits); returns its path."""
     dist_info = f"attention_grader-{version}.dist-info"
-    entries = list(built.package)
+    entries = [*built.package, *extra]
     entries.append((f"{dist_info}/METADATA", kit_metadata(built.metadata, version).encode()))
     entries += [(f"{dist_info}/{name}", data) for name, data in built.info]
     # the dist-info last, as the wheel format recommends; RECORD is added after them

@@ -44,7 +44,15 @@ class StudentRaised(SubmissionError):
 
 
 class CallTimedOut(SubmissionError):
-    """A call into student code ran past its limit; the student's process was killed."""
+    """A call into student code ran past its limit; the student's process was killed. ``callee``: the student's
+    callable a check called ("masked_softmax", "AdditiveAttention.forward"), when the call was one."""
+
+    callee: str = ""
+
+
+class NotCalledAgain(CallTimedOut):
+    """A call not made: the student's callable ran past its time limit earlier in the same run, and would cost
+    every later check that calls it the same limit (grader/check/student.py). Nothing ran, so nothing was killed."""
 
 
 class ProcessDied(SubmissionError):

@@ -68,13 +68,21 @@ def test_hidden_check_messages_reveal_no_values(tmp_path: Path, toy: Assignment)
     assert "expected" in hidden.detail  # the instructor still sees the numbers
 
 
-def test_a_call_that_hangs_costs_only_its_check(tmp_path: Path, toy: Assignment) -> None:
+def test_a_call_that_hangs_costs_one_time_limit(tmp_path: Path, toy: Assignment) -> None:
+    """The hanging check waits out the limit (its process is killed and started again); a later call of the same
+    function is not made, and fails at once as a timeout that says where it ran away, even on inputs it would have
+    answered (here it hangs on q1's first input only); the other questions are graded as ever."""
     source = CORRECT.replace("        return x * 2",
                              "        while float(x.sum()) == 6.0:\n            pass\n        return x * 2")
     result = grade(tmp_path, toy, source)
-    assert outcomes(result) == {"q1.first": "timeout", "q1.second": "passed", "q2.twice": "passed",
+    assert outcomes(result) == {"q1.first": "timeout", "q1.second": "timeout", "q2.twice": "passed",
                                 "q3.fresh": "passed"}
     assert "no answer within the time limit (2 s)" in result.checks[0].message
+    assert result.checks[1].message == ('not called again: your scale did not answer within the time limit (2 s) in '
+                                        'q1 "scale([1, 2, 3])"')
+    assert result.questions[1].notes == ('Not run with your own scale: it did not answer within the time limit (2 s) '
+                                         'in q1 "scale([1, 2, 3])", so it was not called again; the result with the '
+                                         'reference counts.',)
     assert any("started again 1 time(s)" in note for note in result.notes)
 
 

@@ -1,8 +1,11 @@
 """Run an assignment's checks against one submission: one fork of the loaded code per question.
 
 A check that times out or kills the process costs only that check: the runner starts the submission again and
-goes on with the next one. Questions graded with a reference (``graded_with_reference``) are, when the owning
-question lost points, also run with the student's own code, so the report can say what the reference changed.
+goes on with the next one. A function of the student's that ran past its time limit is not called again in the same
+run: a later check's call of it fails at once, as a timeout that says where it ran away, so one runaway function
+costs one time limit, not one per check that calls it. Questions graded with a reference (``graded_with_reference``)
+are, when the owning question lost points, also run with the student's own code, so the report can say what the
+reference changed.
 
 A check that fails is then looked at, in the same fork: which known mistake its answers show (diagnose.py); whether
 the student's parameters are declared in another order than the checks pass them (call_order.py, said once for the
@@ -30,7 +33,7 @@ from grader.check.shrink import smallest_case
 from grader.check.spec import Assignment, CheckSpec, Question
 from grader.check.student import KnownSources, StudentCode, hidden_raised_hint, missing_name, without_sizes
 from grader.discover.program import CodeUnit, Program
-from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, StudentRaised, WrongAnswer
+from grader.errors import CallTimedOut, ConfigurationError, NotCalledAgain, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
 from grader.execute.process import LoadedUnit, LoadInterrupted, StudentProcess
@@ -57,6 +60,9 @@ from grader.results import (
 # Set while the student kit is recorded from the model solution: the references a question is graded with keep the
 # calls the solution's code makes to them (grader/execute/child/provided_calls.py).
 RECORDING_PROVIDED: ContextVar[bool] = ContextVar("recording_provided", default=False)
+# The check running now, while its code runs: the student kit notes it before each call into the student's code, for
+# the next check() to tell where a crash that ended the kernel happened (grader/kit/crash.py).
+RUNNING_CHECK: ContextVar[CheckSpec | None] = ContextVar("running_check", default=None)
 
 
 @dataclass
@@ -93,6 +99,12 @@ def _other_framework(unit: LoadedUnit) -> str:
         return ""
     module = re.search(r"No module named '([\w.]+)'", unit.error_message or "")
     return OTHER_FRAMEWORKS.get(module.group(1).split(".")[0], "") if module else ""
+
+
+def _limit_of(message: str) -> str:
+    """'did not answer within the time limit (10 s)', from the timeout's own message."""
+    found = re.match(r"no answer within (.+?) while waiting for ", message)
+    return f"did not answer within {found[1] if found else 'its time limit'}"
 
 
 def not_run(check: CheckSpec, seed: int, reason: str) -> CheckResult:
@@ -150,6 +162,10 @@ class SubmissionRunner:
         self._value_failures: set[str] = set()  # checks that failed on values, the answer of the right form
         self._not_written: set[str] = set()  # checks that met the template's stub (NotImplementedError) in the code
         self._mask_searches: dict[str, MaskSearch] = {}  # per question: lengths used as a mask (lengths_as_mask.py)
+        # The student's callables that ran past their time limit in a check: callee -> how and where ("did not
+        # answer within the time limit (10 s) in q1 \"...\""). A later call of one fails at once, as a timeout
+        # (StudentCode.call): one runaway function costs one time limit, not one per check that calls it.
+        self.ran_away: dict[str, str] = {}
 
     # ----- process ---------------------------------------------------------------------------------------------
     def load(self) -> list[LoadedUnit]:
@@ -310,15 +326,16 @@ class SubmissionRunner:
         points only where it is made. A check that then fails, whatever the reason (it raised, an answer had another
         form, or other values), may fail only because the student's code was written for their own earlier answer's
         convention (a mask whose True means hidden, read so): it is run again with their own answers, and the better
-        result counts, said in its message. Better is an order of outcomes: passing, then a failure on values (it
-        names the mistake), then one on form, then a raise; a setup failure or a run cut short is no better than
-        anything. The earlier question has paid for its own mistake already, and the later one can pass with it only
-        where the student's two answers together compute what the reference does. A failure on values is run again
-        only when an earlier question lost points (else the student's answer is the reference's wherever checked).
-        Left as they are: checks marked
-        ``reference_only`` (about the earlier answer's effect itself), and checks whose code is still the template's
-        stub (nothing of the student's ran, so nothing else is to blame). When the owning questions lost points,
-        every check is run again that way too, to say what the reference changed. The choices made (the reference; a
+        result counts, said in its message (not when one of those answers ran past its time limit in an earlier
+        check: each check would wait for it again, so the reference's result stands, said in a note). Better is an
+        order of outcomes: passing, then a failure on values (it names the mistake), then one on form, then a raise;
+        a setup failure or a run cut short is no better than anything. The earlier question has paid for its own
+        mistake already, and the later one can pass with it only where the student's two answers together compute
+        what the reference does. A failure on values is run again only when an earlier question lost points (else the
+        student's answer is the reference's wherever checked). Left as they are: checks marked ``reference_only``
+        (about the earlier answer's effect itself), and checks whose code is still the template's stub (nothing of
+        the student's ran, so nothing else is to blame). When the owning questions lost points, every check is run
+        again that way too, to say what the reference changed. The choices made (the reference; a
         check's own answers) come back as ``Choice``s, the reference's first.
         """
         names = ", ".join(question.graded_with_reference)
@@ -332,6 +349,14 @@ class SubmissionRunner:
         convention = {c.check_id for c in checks if c.status in (FAILED, ERROR) and before[c.check_id] != NOT_WRITTEN
                       and not specs[c.check_id].reference_only and (owners_lost or before[c.check_id] != VALUES)}
         if not convention and not owners_lost:
+            return checks, notes, chosen
+        ran_away = next(((name, how) for name in question.graded_with_reference
+                         for callee, how in self.ran_away.items()
+                         if callee == name or callee.startswith(f"{name}.")), None)
+        if ran_away is not None:  # each check would wait for it again: no better result can come of it
+            said = "it" if ran_away[0] == names else f"your {ran_away[0]}"
+            notes.append(f"Not run with your own {names}: {said} {ran_away[1]}, so it was not called again; the "
+                         "result with the reference counts.")
             return checks, notes, chosen
         by_reference = {c.check_id: self._setup_failures.pop(c.check_id) for c in checks
                         if c.check_id in self._setup_failures}
@@ -420,8 +445,10 @@ class SubmissionRunner:
                     while pending:
                         result = self._run_check(pending.pop(0), code, shrink=restart)
                         run.checks.append(result)
-                        if result.status in (TIMEOUT, CRASHED) or self.process is not process:
-                            break  # the process is gone (a run looking for a smaller failing case may end it too)
+                        if self.process is not process:
+                            # The process is gone: a timeout, a crash, or a run looking for a smaller failing case
+                            # that ended it (a call not made again, as it ran away before, leaves it as it is).
+                            break
                     run.notes += [note for note in code.notes if note not in run.notes]
                     run.choices += code.choices
                     if process.alive and not session.ended:
@@ -471,6 +498,14 @@ class SubmissionRunner:
         return check_seed(self.assignment.name, self.student, check.id, check.visibility, self.assignment.seed_key)
 
     def _run_check(self, check: CheckSpec, code: StudentCode, *, shrink: bool = True) -> CheckResult:
+        code.ran_away = self.ran_away
+        running = RUNNING_CHECK.set(check)
+        try:
+            return self._check(check, code, shrink=shrink)
+        finally:
+            RUNNING_CHECK.reset(running)
+
+    def _check(self, check: CheckSpec, code: StudentCode, *, shrink: bool) -> CheckResult:
         seed = self._seed(check)
         context = CheckContext(student=code, seed=seed)
         self._value_failures.discard(check.id)
@@ -532,8 +567,12 @@ class SubmissionRunner:
                 said = "not written yet: " if _is_template_stub(exc.where) else ""
                 return outcome(ERROR, said + exc.message, said + hint, exc.detail)
             return self._failed_calls(check, seed, code, outcome(ERROR, exc.message, hint, exc.detail), raised=True)[0]
+        except NotCalledAgain as exc:  # nothing was sent: the process goes on
+            return outcome(TIMEOUT, exc.message, exc.message, exc.detail)
         except CallTimedOut as exc:
             self.close()
+            if exc.callee:
+                self.ran_away.setdefault(exc.callee, f"{_limit_of(exc.message)} in {check.question} \"{check.title}\"")
             return outcome(TIMEOUT, exc.message, exc.message, exc.detail)
         except ProcessDied as exc:
             self.close()

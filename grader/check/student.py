@@ -24,7 +24,7 @@ from grader.check.choices import bound_parameters, near_name, renamed_arguments
 from grader.check.near_names import near_names
 from grader.check.signature import Parameter, mismatch_message, plan_call
 from grader.check.spec import REFERENCE_FILENAME
-from grader.errors import StudentRaised, WrongAnswer
+from grader.errors import CallTimedOut, NotCalledAgain, StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, blob_digest, decode_value
 from grader.execute.child import wire
 from grader.execute.process import QuestionSession
@@ -343,6 +343,10 @@ class StudentCode:
                  answered_by: Mapping[str, str] | None = None,
                  calls: Mapping[str, Sequence[str]] | None = None, sources: SourceText | None = None) -> None:
         self.session = session
+        # The student's callables that ran past their time limit earlier in this run: callee -> how ("did not answer
+        # within the time limit (10 s) in q1 \"...\""), not called again. The runner's, shared by every question,
+        # given to each check (SubmissionRunner._run_check).
+        self.ran_away: Mapping[str, str] = {}
         # The parameters the checks call each answer with, in order (Question.calls): a student's in another order
         # is noted for the check (misordered), and where lengths go is known (lengths_passed).
         self.call_parameters = {name: tuple(parameters) for name, parameters in (calls or {}).items()}
@@ -424,6 +428,21 @@ class StudentCode:
         if not reply.get("ok"):
             raise _refusal(reply) or _raised(what, reply, load_hint=self.load_hint, answers=self.asked)
         return reply, reply_blobs
+
+    def call(self, callee: str, header: dict[str, Any], blobs: list[bytes] | tuple = (), *, what: str,
+             timeout: float | None = None) -> tuple[dict, list]:
+        """``request`` for a call of the student's ``callee`` ("masked_softmax", "AdditiveAttention.forward",
+        "AdditiveAttention" for its constructor): refused at once when it ran past its time limit earlier in this
+        run, so that one runaway function costs one time limit, not one per check that calls it; a timeout says which
+        callee it was (``CallTimedOut.callee``), for the runner to note."""
+        earlier = self.ran_away.get(callee)
+        if earlier is not None:
+            raise NotCalledAgain(f"not called again: your {callee} {earlier}")
+        try:
+            return self.request(header, blobs, what=what, timeout=timeout)
+        except CallTimedOut as exc:
+            exc.callee = callee
+            raise
 
     def value(self, desc: Any, blobs: list[bytes]) -> Returned:
         return decode_value(desc, blobs, max_elements=self._max_elements)
@@ -571,8 +590,8 @@ class StudentCode:
         shown = ", ".join([repr(a) for a in plan.args] + [f"{k}={v!r}" for k, v in plan.kwargs.items()])
         self.log(f"{name}({shown})")
         try:
-            reply, _ = self.request({"op": "new", "name": name, "args": list(plan.args), "kwargs": plan.kwargs},
-                                    what=f"{name}({shown})")
+            reply, _ = self.call(name, {"op": "new", "name": name, "args": list(plan.args), "kwargs": plan.kwargs},
+                                 what=f"{name}({shown})")
         except StudentRaised as exc:
             exc.setup = True
             raise
@@ -608,6 +627,7 @@ class ReplayedCode(StudentCode):
         self.known = dict(original.known_at_start)  # the replay asks for what the check asked for
         self.known_at_start = dict(self.known)
         self.budgeted = False
+        self.ran_away = original.ran_away
         self._recorded = iter(list(original.replies))
 
     def exchange(self, header: dict[str, Any], blobs: list[bytes] | tuple, *, what: str,
@@ -665,7 +685,7 @@ class StudentFunction:
         if self.seconds is not None:  # for a kernel, which limits the call where it runs (grader/kit/session.py)
             header["seconds"] = self.seconds
         self.code.log(f"{self.name}({_show_args(args, kwargs)})")
-        reply, reply_blobs = self.code.request(header, blobs, what=f"{self.name}(...)", timeout=self.seconds)
+        reply, reply_blobs = self.code.call(self.name, header, blobs, what=f"{self.name}(...)", timeout=self.seconds)
         return self.code.value(reply["value"], reply_blobs)
 
 
@@ -689,7 +709,8 @@ class StudentObject:
         shown = "forward" if method == "__call__" else method
         self.code.log(f"{self.class_name}.{shown}({_show_args(args, kwargs)})")
         try:
-            reply, reply_blobs = self.code.request(header, blobs, what=f"{self.class_name}.{shown}")
+            reply, reply_blobs = self.code.call(f"{self.class_name}.{shown}", header, blobs,
+                                                what=f"{self.class_name}.{shown}")
         except StudentRaised as exc:
             if _is_shape_error(exc):
                 raise _with_shapes(exc, args, kwargs, self.code) from None

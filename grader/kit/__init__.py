@@ -16,26 +16,38 @@ import os
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from grader.kit import crash
 from grader.kit.display import KitReport
 from grader.kit.runner import cached_kit, find_kit, kit_notes, run_kit
+from grader.kit.session import student_frame
 
 __all__ = ["KitReport", "check", "run"]
 
 
-def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Path | None = None) -> KitReport:
-    """The public checks of ``questions`` (all when none) on ``namespace`` (the caller's globals): the report."""
+def run(*questions: str, namespace: dict[str, Any] | None = None, kit: str | Path | None = None,
+        announce: Callable[[list[str]], None] | None = None) -> KitReport:
+    """The public checks of ``questions`` (all when none) on ``namespace`` (the caller's globals): the report.
+
+    When the student's code ended the process during an earlier check() (a crash, grader/kit/crash.py), that is said
+    first: to ``announce``, before anything is checked (the same code may end this process too), else in the
+    report's notes."""
     started = time.perf_counter()
     namespace = namespace if namespace is not None else sys._getframe(1).f_globals
     folder = Path(kit) if kit is not None else Path(os.environ["GRADER_KIT"]) if os.environ.get("GRADER_KIT") \
         else find_kit()
     loaded = cached_kit(folder if folder.name != "kit.json" else folder.parent)
-    result = run_kit(loaded, namespace, questions)
+    crashed = crash.earlier_crashes(loaded.folder, student_frame)
+    if crashed and announce is not None:
+        announce(crashed)
+    with crash.recorded(loaded.folder):
+        result = run_kit(loaded, namespace, questions)
     unchecked = tuple(item for item in loaded.unchecked if not questions or item[0] in questions)
     return KitReport(result, loaded.title, unchecked, loaded.has_hidden, time.perf_counter() - started,
-                     kit_notes(loaded, questions),
+                     (*(crashed if announce is None else ()), *kit_notes(loaded, questions)),
                      loaded.identity.label() if loaded.identity else "", loaded.out_of)
 
 
@@ -49,6 +61,14 @@ def _script_top_level(frame: types.FrameType) -> bool:
     return frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"
 
 
+def _say_at_once(lines: list[str]) -> None:
+    """Lines shown before the checks run, so that they stay on the screen should the process end during them: a
+    notebook's output reaches the browser from a thread of the kernel's, given a moment."""
+    print("\n".join(lines), flush=True)
+    if _in_kernel():
+        time.sleep(0.2)
+
+
 def check(*questions: str, kit: str | Path | None = None) -> KitReport | None:
     """Check your work: the public checks of ``questions`` ("q1", ...; all when none), shown inline in a notebook
     and printed in a terminal. Returns the report when not in a notebook (a script may look at ``.passed``).
@@ -56,7 +76,7 @@ def check(*questions: str, kit: str | Path | None = None) -> KitReport | None:
     Called at the top level of a file run with ``python``, as the templates end, a check that does not pass ends
     the run with exit status 1 once the report is printed, so that a shell, a script or CI can tell."""
     caller = sys._getframe(1)
-    report = run(*questions, namespace=caller.f_globals, kit=kit)
+    report = run(*questions, namespace=caller.f_globals, kit=kit, announce=_say_at_once)
     if _in_kernel():
         from IPython.display import display
 

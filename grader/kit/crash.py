@@ -119,6 +119,7 @@ def recorded(kit_folder: Path) -> Iterator[CrashRecord | None]:
         record.file.close()
         with contextlib.suppress(OSError):
             record.path.unlink()
+            record.path.parent.rmdir()  # the kit's folder, when no other kernel is checking it: nothing left behind
 
 
 def _open(path: Path) -> CrashRecord | None:

@@ -103,8 +103,11 @@ check: sandbox-deps $(STAMP)
 	$(BIN)/grader check $(SUBMISSION) --out $(CHECK_OUT) $(SANDBOX_FLAG) \
 	  $(if $(filter command line environment,$(origin ASSIGNMENT)),--assignment $(ASSIGNMENT))
 
+# ruff's rules, then the architecture's contracts (pyproject.toml [tool.importlinter]: the layers, the sandboxed
+# child's independence, no import circles), each failure named by its contract.
 lint: $(STAMP)
 	$(BIN)/ruff check grader solutions tests
+	$(BIN)/lint-imports
 
 # The suite on every logical core, up to 4 (tests/parallel.py says how it splits); TEST_WORKERS=0 runs it in one
 # process, TEST_WORKERS=N in N.

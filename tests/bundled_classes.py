@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .conftest import SUBMISSIONS
 from .tolerance_margins import Margins, new_margins, recording
@@ -34,9 +34,10 @@ class BundledClasses:
             margins = self._margins.setdefault(assignment, new_margins())
             # In this process (job threads), where the recording sees each comparison the checks make.
             with recording(margins):
-                self.runs[assignment, corpus] = grade_class(
-                    assignment=assignment, submissions_dir=folder_of(assignment, corpus),
-                    out_dir=self.out / assignment / corpus / "out", jobs=2, job_processes=False)
+                self.runs[assignment, corpus] = grade_class(RunRequest(assignment=assignment,
+                                                                       submissions_dir=folder_of(assignment, corpus),
+                                                                       out_dir=self.out / assignment / corpus / "out"),
+                                                            RunOptions(jobs=2, job_processes=False))
         return self.runs[assignment, corpus]
 
     def margins(self, assignment: str) -> dict[str, Margins]:

@@ -15,7 +15,7 @@ from grader.check.context import CheckContext
 from grader.check.runner import SubmissionRunner
 from grader.check.spec import CheckSpec
 from grader.check.student import StudentCode
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.results import SmallestCase
 
 from .conftest import ROOT
@@ -38,8 +38,9 @@ def measure(assignment: str) -> str:
     try:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
-            run = grade_class(assignment=assignment, submissions_dir=ROOT / "tests" / "submissions" / assignment,
-                              out_dir=Path(out) / "out", jobs=1, force=True)
+            run = grade_class(RunRequest(assignment=assignment,
+                                         submissions_dir=ROOT / "tests" / "submissions" / assignment,
+                                         out_dir=Path(out) / "out", force=True), RunOptions(jobs=1))
             total = time.perf_counter() - start
     finally:
         SubmissionRunner._shrink = search  # type: ignore[method-assign]

@@ -11,7 +11,7 @@ import pytest
 from grader.check import load_assignment
 from grader.check.variants import Variant
 from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .conftest import ROOT, SUBMISSIONS
 
@@ -79,4 +79,5 @@ def write_mutants(assignment: str, folder: Path) -> list[Path]:
 
 def graded_mutants(assignment: str, folder: Path) -> ClassRun:
     write_mutants(assignment, folder / "class")
-    return grade_class(assignment=assignment, submissions_dir=folder / "class", out_dir=folder / "out", jobs=2)
+    return grade_class(RunRequest(assignment=assignment, submissions_dir=folder / "class", out_dir=folder / "out"),
+                       RunOptions(jobs=2))

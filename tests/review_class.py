@@ -8,11 +8,10 @@ import base64
 import struct
 import zlib
 from pathlib import Path
-from typing import Any
 
 import nbformat
 
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .conftest import FIXTURE_SOLUTIONS
 
@@ -76,6 +75,8 @@ def write_class(folder: Path, students: dict[str, str] = STUDENTS) -> Path:
     return folder
 
 
-def grade(submissions: Path, out: Path, *, jobs: int = 2, **options: Any) -> ClassRun:
-    return grade_class(assignment=ASSIGNMENT, submissions_dir=submissions, out_dir=out, jobs=jobs,
-                       solutions_dir=FIXTURE_SOLUTIONS, **options)
+def grade(submissions: Path, out: Path, *, jobs: int = 2, force: bool = False,
+          job_processes: bool | None = None) -> ClassRun:
+    return grade_class(RunRequest(assignment=ASSIGNMENT, submissions_dir=submissions, out_dir=out,
+                                  solutions_dir=FIXTURE_SOLUTIONS, force=force),
+                       RunOptions(jobs=jobs, job_processes=job_processes))

@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.discover import Submission
-from grader.similar import boilerplate_for, similar_pairs, write_similarity
+from grader.report.similar_pages import write_similarity
+from grader.similar import boilerplate_for, similar_pairs
 from grader.similar.pages import code_of
 
 ROOT = Path(__file__).parent

@@ -37,7 +37,7 @@ from typing import Any
 import psutil
 
 from grader.check.load import available_assignments
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 from grader.results import CRASHED, INTERNAL, SUBMISSION_CRASHED, SUBMISSION_TIMEOUT, TIMEOUT
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -255,17 +255,16 @@ def dask_cluster(workers: int) -> Iterator[str]:
 # ----- grading -------------------------------------------------------------------------------------------------------
 def grade(assignment: str, path: str, out_dir: Path, *, jobs: int, scheduler: str | None = None) -> ClassRun:
     """Grade a sample class through ``path`` ("threads", "processes" or "dask") into a fresh ``out_dir``."""
-    kwargs: dict[str, Any] = {}
     if path == "dask":
         if scheduler is None:
             raise ValueError("the dask path needs a scheduler")
-        kwargs["scheduler"] = scheduler
+        options = RunOptions(scheduler=scheduler)
     elif path in ("threads", "processes"):
-        kwargs.update(jobs=max(2, jobs) if path == "processes" else jobs, job_processes=path == "processes")
+        options = RunOptions(jobs=max(2, jobs) if path == "processes" else jobs, job_processes=path == "processes")
     else:
         raise ValueError(f"unknown path {path!r}: one of {', '.join(PATHS)}")
-    return grade_class(assignment=assignment, submissions_dir=SUBMISSIONS / assignment, out_dir=out_dir, force=True,
-                       **kwargs)
+    return grade_class(RunRequest(assignment=assignment, submissions_dir=SUBMISSIONS / assignment, out_dir=out_dir,
+                                  force=True), options)
 
 
 def _graded(assignment: str, path: str, round_: int, out_dir: Path, jobs: int, scheduler: str | None,

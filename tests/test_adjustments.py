@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from grader.adjust import LateOverride
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, write
 
@@ -43,8 +43,8 @@ SUBMITTED = {
 
 
 def grade(submissions: Path, out: Path, late: LateOverride | None = None) -> ClassRun:
-    return grade_class(assignment="toy_written", submissions_dir=submissions, out_dir=out, jobs=2,
-                       solutions_dir=FIXTURE_SOLUTIONS, late=late)
+    return grade_class(RunRequest(assignment="toy_written", submissions_dir=submissions, out_dir=out,
+                                  solutions_dir=FIXTURE_SOLUTIONS, late=late), RunOptions(jobs=2))
 
 
 @pytest.fixture(scope="module")

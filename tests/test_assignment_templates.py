@@ -20,7 +20,7 @@ from grader.assign.markers import strip_solutions
 from grader.assign.student_notebook import CHECK_CELL_IDS, student_notebook
 from grader.check.load import available_assignments, load_assignment
 from grader.errors import ConfigurationError
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 from grader.results import PUBLIC
 
 from .conftest import ROOT, with_templates
@@ -185,8 +185,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], ClassRun
             template = nbformat.read(ROOT / "assignments" / assignment / f"{assignment}.ipynb", as_version=4)
             solution.cells += [c for c in template.cells if c.id in CHECK_CELL_IDS]
             nbformat.write(solution, submissions / "solution.ipynb")
-            runs[assignment] = grade_class(assignment=assignment, submissions_dir=submissions,
-                                           out_dir=folder / "out", jobs=2)
+            runs[assignment] = grade_class(RunRequest(assignment=assignment, submissions_dir=submissions,
+                                                      out_dir=folder / "out"), RunOptions(jobs=2))
         return runs[assignment]
 
     return run

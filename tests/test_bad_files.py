@@ -20,7 +20,7 @@ import pytest
 from markupsafe import escape
 
 from grader.discover import MAX_SUBMISSION_BYTES, Submission, read_submission
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .conftest import SAMPLES
 
@@ -113,7 +113,8 @@ def bad_class(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
         (folder / "locked.py").chmod(0)
     (folder / "notes.txt").write_text("my notes", encoding="utf-8")
     (folder / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    return grade_class(assignment="attention_scoring", submissions_dir=folder, out_dir=folder.parent / "out", jobs=2)
+    return grade_class(RunRequest(assignment="attention_scoring", submissions_dir=folder,
+                                  out_dir=folder.parent / "out"), RunOptions(jobs=2))
 
 
 def results(run: ClassRun) -> dict:
@@ -199,8 +200,8 @@ def test_grading_again_reuses_the_graded_and_never_reads_a_refused_file(bad_clas
     folder, out = bad_class.out_dir.parent / "submissions", bad_class.out_dir.parent / "out_again"
     shutil.copytree(bad_class.out_dir, out)
     finished: list[ClassRun] = []
-    worker = threading.Thread(target=lambda: finished.append(
-        grade_class(assignment="attention_scoring", submissions_dir=folder, out_dir=out, jobs=2)), daemon=True)
+    request = RunRequest(assignment="attention_scoring", submissions_dir=folder, out_dir=out)
+    worker = threading.Thread(target=lambda: finished.append(grade_class(request, RunOptions(jobs=2))), daemon=True)
     worker.start()
     worker.join(timeout=60)
     if worker.is_alive():  # release a reader stuck on the pipe, then fail

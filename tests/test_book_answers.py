@@ -20,7 +20,7 @@ from grader.check import load_assignment
 from grader.check.load import available_assignments
 from grader.discover import Submission
 from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.results import SubmissionResult
 
 from .sample_classes import by_student, student_reads
@@ -106,8 +106,9 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str
             (folder / "class").mkdir()
             for way, source in WAYS.items():
                 (folder / "class" / f"{way}.py").write_text(source(list(asked(assignment))), encoding="utf-8")
-            runs[assignment] = by_student(grade_class(assignment=assignment, submissions_dir=folder / "class",
-                                                      out_dir=folder / "out", jobs=2))
+            runs[assignment] = by_student(grade_class(RunRequest(assignment=assignment,
+                                                                 submissions_dir=folder / "class",
+                                                                 out_dir=folder / "out"), RunOptions(jobs=2)))
         return runs[assignment]
 
     return grade

@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlparse
 import pytest
 from playwright.sync_api import Browser, Page
 
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .browser import PHONE, Watch, open_file, pixel_colours, watched_page
 from .conftest import SAMPLES
@@ -42,8 +42,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
     submissions = tmp_path_factory.mktemp("browser_class")
     for name in CLASS:
         shutil.copy2(SAMPLES / name, submissions / name)
-    return grade_class(assignment="attention_scoring", submissions_dir=submissions,
-                       out_dir=tmp_path_factory.mktemp("browser") / "out", jobs=2)
+    return grade_class(RunRequest(assignment="attention_scoring", submissions_dir=submissions,
+                                  out_dir=tmp_path_factory.mktemp("browser") / "out"), RunOptions(jobs=2))
 
 
 @pytest.fixture(scope="module")

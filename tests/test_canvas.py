@@ -17,7 +17,7 @@ from grader.discover import detect_layout, discover
 from grader.discover.canvas import LATE_NOTE, canvas_download_in
 from grader.errors import ConfigurationError
 from grader.export.canvas import canvas_late, fill_gradebook, write_canvas_exports
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 
 from .conftest import ROOT, SAMPLES
 
@@ -163,7 +163,8 @@ def test_gradebook_column_named_or_refused(tmp_path: Path) -> None:
 def test_round_trip(tmp_path: Path) -> None:
     folder = download(tmp_path)
     out = tmp_path / "out"
-    run = grade_class(assignment="attention_scoring", submissions_dir=folder, out_dir=out, layout="canvas", jobs=2)
+    run = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=folder, out_dir=out, layout="canvas"),
+                      RunOptions(jobs=2))
     submissions, _ = discover(folder, layout="canvas")
     results = {r.student: r for r in run.results}
     assert sorted(results) == ["1001", "1002", "1003", "1004", "1005", "1006"]

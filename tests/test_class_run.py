@@ -8,7 +8,7 @@ from pathlib import Path
 from grader.discover.layouts import Layout
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
-from grader.pipeline import grade_class
+from grader.pipeline import RunEvents, RunOptions, RunRequest, grade_class
 
 from .conftest import SAMPLES
 
@@ -22,8 +22,9 @@ def test_the_run_tells_its_sandbox_and_layout_once_before_grading(tmp_path: Path
     def started(layers: Sandbox, layout: Layout) -> None:
         told.append(("started", (layers, layout.name, layout.folder)))
 
-    run = grade_class(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out",
-                      sandbox="off", started=started, planned=lambda to_grade, kept: told.append(("planned", to_grade)))
+    run = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out"),
+                      RunOptions(sandbox="off"),
+                      RunEvents(planned=lambda to_grade, kept: told.append(("planned", to_grade)), started=started))
     assert told == [("started", (isolation.detect("off"), "flat", submissions)), ("planned", 1)]
     assert [r.student for r in run.results] == ["ana"]
 
@@ -46,5 +47,6 @@ def test_the_submissions_folder_is_looked_at_once_for_its_layout(tmp_path: Path,
 
     monkeypatch.setattr(layouts, "detect_layout", counted)
     monkeypatch.setattr(class_run, "detect_layout", counted)
-    grade_class(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out", sandbox="off")
+    grade_class(RunRequest(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out"),
+                RunOptions(sandbox="off"))
     assert calls == ["auto"]

@@ -22,7 +22,7 @@ from grader.discover import read_program
 from grader.execute import Limits, LoadedUnit, StudentProcess, isolation
 from grader.execute.child import stubs
 from grader.execute.workers import Worker
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 
 from .conftest import ROOT
 
@@ -296,7 +296,8 @@ def test_d2l_module_style_earns_full_marks(tmp_path: Path) -> None:
     submissions = tmp_path / "class"
     submissions.mkdir()
     shutil.copy(BOOK_STYLE, submissions / BOOK_STYLE.name)
-    run = grade_class(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out", jobs=1)
+    run = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=submissions, out_dir=tmp_path / "out"),
+                      RunOptions(jobs=1))
     (result,) = run.results
     assert {q.id: q.score for q in result.questions} == {"q1": 25, "q2": 30, "q3": 25, "q4": 20}
     assert result.score == 100 and result.status == "graded"

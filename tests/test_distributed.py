@@ -13,7 +13,7 @@ import pytest
 from grader.errors import ConfigurationError
 from grader.execute import Limits
 from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 from grader.pipeline.backends.dask import Parcel, grade_parcel
 from grader.pipeline.settings import RunSettings
 
@@ -39,8 +39,8 @@ def outcomes(run: ClassRun) -> dict[str, tuple]:
 
 def test_the_cluster_grades_the_sample_class_as_this_machine_does(cluster: str, sample_run: ClassRun,
                                                                    tmp_path: Path) -> None:
-    remote = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=tmp_path / "out",
-                         scheduler=cluster)
+    remote = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=tmp_path / "out"),
+                         RunOptions(scheduler=cluster))
     assert outcomes(remote) == outcomes(sample_run)
     assert remote.internal_errors == 0
     # The files an instructor reads are written by the client as the results arrive, as locally.

@@ -30,7 +30,8 @@ from grader.discover.gradescope import find_submission
 from grader.kit import run as kit_run
 from grader.kit.bundle import FORMAT, KIT_FILE, KIT_FOLDER
 from grader.kit.runner import find_kit, load_kit
-from grader.pipeline import grade_class
+from grader.paths import SOLUTIONS_DIR
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.pipeline.self_check import check_submission, public_only
 from grader.pipeline.submission_run import grader_failed_result
 from grader.record.autograder_results import autograder_results
@@ -289,7 +290,8 @@ bump = helper.make_bump()
 """
 
 
-def graded_class(folder: Path, assignment: str, files: dict[str, Path | str], **options: Any) -> dict[str, str]:
+def graded_class(folder: Path, assignment: str, files: dict[str, Path | str],
+                 solutions_dir: Path = SOLUTIONS_DIR) -> dict[str, str]:
     """Each student's page (and ``<student>/instructor``, the instructor's) as text."""
     submissions = folder / "class"
     for student, file in files.items():
@@ -298,7 +300,8 @@ def graded_class(folder: Path, assignment: str, files: dict[str, Path | str], **
             shutil.copy2(file, submissions / f"{student}{file.suffix}")  # with its time: lateness reads it
         else:
             write(submissions, f"{student}.py", file)
-    run = grade_class(assignment=assignment, submissions_dir=submissions, out_dir=folder / "out", jobs=2, **options)
+    run = grade_class(RunRequest(assignment=assignment, submissions_dir=submissions, out_dir=folder / "out",
+                                 solutions_dir=solutions_dir), RunOptions(jobs=2))
     pages = {}
     for result in run.results:
         where = run.out_dir / "students" / result.student

@@ -24,7 +24,7 @@ from grader.assign.markers import strip_solutions
 from grader.check.context import CheckContext
 from grader.check.load import load_assignment
 from grader.cli import build_parser
-from grader.pipeline import grade_class
+from grader.pipeline import RunRequest, grade_class
 
 from .conftest import ROOT
 
@@ -94,7 +94,8 @@ def test_the_example_grades_a_correct_module_in_full_and_names_each_mistake(exam
             assert correct.count(old) == 1, (variant.id, old)
             mutated = mutated.replace(old, new)
         (class_dir / f"{variant.id.split('.')[1]}.py").write_text(mutated, encoding="utf-8")
-    run = grade_class(assignment=NAME, submissions_dir=class_dir, out_dir=tmp_path / "out", solutions_dir=example)
+    run = grade_class(RunRequest(assignment=NAME, submissions_dir=class_dir, out_dir=tmp_path / "out",
+                                 solutions_dir=example))
     results = {r.student: r for r in run.results}
     assert results["correct"].score == 20
     assert all(c.diagnosis is None for c in results["correct"].checks)
@@ -214,8 +215,8 @@ def grade_positional(tmp_path: Path, checks: str) -> dict:
     class_dir.mkdir()
     for student, source in {"correct": CORRECT, "renamed": RENAMED, "wrong_table": WRONG_TABLE}.items():
         (class_dir / f"{student}.py").write_text(source, encoding="utf-8")
-    run = grade_class(assignment=POSITIONAL, submissions_dir=class_dir, out_dir=tmp_path / "out",
-                      solutions_dir=solutions)
+    run = grade_class(RunRequest(assignment=POSITIONAL, submissions_dir=class_dir, out_dir=tmp_path / "out",
+                                 solutions_dir=solutions))
     return {r.student: r for r in run.results}
 
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 from grader.results import SubmissionResult
 
 # Many top-level statements; the errors are raised far below the start of their statements: in a helper that
@@ -146,8 +146,8 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> ClassRun:
     (folder / "submissions").mkdir()
     for name, source in ("deep.py", RAISES_IN_CHECKS), ("loading.py", RAISES_WHILE_LOADING):
         (folder / "submissions" / name).write_text(source.lstrip(), encoding="utf-8")  # dedent would drop the \f
-    return grade_class(assignment="attention_scoring", submissions_dir=folder / "submissions",
-                       out_dir=folder / "out", jobs=2)
+    return grade_class(RunRequest(assignment="attention_scoring", submissions_dir=folder / "submissions",
+                                  out_dir=folder / "out"), RunOptions(jobs=2))
 
 
 def result_of(run: ClassRun, student: str) -> SubmissionResult:

@@ -205,7 +205,7 @@ def test_the_grader_failing_still_writes_results(tmp_path: Path, monkeypatch: py
 ], ids=["sid", "name-only"])
 def test_a_student_draws_the_same_cases_from_an_export_and_from_the_autograder(
         tmp_path: Path, autograder_zip: Path, submitter: dict[str, str]) -> None:
-    from grader.pipeline import grade_class
+    from grader.pipeline import RunRequest, grade_class
 
     upload = SAMPLES / "mistake_softmax_axis.py"
     # The instructor's "Download Submissions" export, graded as a class (grader.discover, the gradescope layout)
@@ -217,7 +217,8 @@ def test_a_student_draws_the_same_cases_from_an_export_and_from_the_autograder(
         lines.append(f"  {'- ' if number == 0 else '  '}:{key}: '{value}'")
     lines.append("  :created_at: 2024-03-01 14:22:32.365935000 -07:00")
     (export / "submission_metadata.yml").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (from_export,) = grade_class(assignment=ASSIGNMENT, submissions_dir=export, out_dir=tmp_path / "out").results
+    (from_export,) = grade_class(RunRequest(assignment=ASSIGNMENT, submissions_dir=export,
+                                            out_dir=tmp_path / "out")).results
     exported = json.loads(OutputFolder(tmp_path / "out").student(from_export.student).results_json.read_text())
     # The same upload in Gradescope's autograder, whose metadata also carries Gradescope's own user id
     root = fake_autograder(tmp_path, autograder_zip, {"attention.py": upload},

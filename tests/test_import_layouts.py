@@ -16,7 +16,7 @@ import pytest
 
 from grader.discover import detect_layout, discover, read_submission
 from grader.errors import ConfigurationError, InvalidSubmission
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.record import write_lms_csv
 
 from .conftest import SAMPLES, write
@@ -217,7 +217,8 @@ def test_a_layout_named_on_the_command_line_must_be_there(tmp_path: Path) -> Non
 def test_lms_csv_and_a_gradescope_export_graded_end_to_end(tmp_path: Path) -> None:
     gradescope_export(tmp_path / "export", correct=SAMPLES / "textbook.ipynb", wrong=SAMPLES / "mistake_no_tanh.py")
     out = tmp_path / "out"
-    run = grade_class(assignment=ASSIGNMENT, submissions_dir=tmp_path / "export", out_dir=out, jobs=2)
+    run = grade_class(RunRequest(assignment=ASSIGNMENT, submissions_dir=tmp_path / "export", out_dir=out),
+                      RunOptions(jobs=2))
     results = {r.student: r for r in run.results}
     assert sorted(results) == ["1815", "2002", "S_3", "bo@example.edu", "submission_199"]
     assert results["1815"].score == results["1815"].max_score == 100
@@ -238,7 +239,8 @@ def test_lms_csv_and_a_gradescope_export_graded_end_to_end(tmp_path: Path) -> No
     # The student's pages name the submission time from the export
     assert (out / "students" / "1815" / "report.html").is_file()
     # A second run reuses every result (the same files, the same metadata)
-    again = grade_class(assignment=ASSIGNMENT, submissions_dir=tmp_path / "export", out_dir=out, jobs=2)
+    again = grade_class(RunRequest(assignment=ASSIGNMENT, submissions_dir=tmp_path / "export", out_dir=out),
+                        RunOptions(jobs=2))
     assert sorted(again.unchanged) == ["1815", "2002", "bo@example.edu", "submission_199"]  # S_3 is never read
 
 

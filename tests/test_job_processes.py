@@ -14,7 +14,7 @@ from grader.adjust import LateOverride, deadline_rule
 from grader.check.load import load_assignment
 from grader.discover import discover
 from grader.execute import isolation
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 from grader.pipeline.backends import Processes
 from grader.pipeline.settings import PagesSettings, RunSettings
 from grader.pipeline.stage_times import StageClock
@@ -32,8 +32,8 @@ def outcomes(run: ClassRun) -> dict[str, tuple]:
 
 
 def grade(out: Path, *, processes: bool) -> ClassRun:
-    return grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=out, jobs=2, late=LATE,
-                       job_processes=processes)
+    return grade_class(RunRequest(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=out, late=LATE),
+                       RunOptions(jobs=2, job_processes=processes))
 
 
 def test_job_processes_grade_the_sample_class_as_threads_do(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from hypothesis import given
 from grader.check.lengths_as_mask import RUNS_PER_QUESTION, candidate_forms, mask_for
 from grader.check.student import LengthsCall
 from grader.execute.arguments import Arg
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.results import SubmissionResult
 
 from .conftest import SUBMISSIONS, write
@@ -191,7 +191,8 @@ def idioms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, SubmissionResu
         write(folder / "class", f"{name}.py", with_masked_softmax(style.function))
     write(folder / "class", "elsewhere.py", with_masked_softmax(ELSEWHERE))
     write(folder / "class", "dot_index_eq_zero.py", nth(MODEL, DOT_WEIGHTS, DOT_EQ_ZERO, 1))
-    run = grade_class(assignment="attention_scoring", submissions_dir=folder / "class", out_dir=folder / "out", jobs=2)
+    run = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=folder / "class",
+                                 out_dir=folder / "out"), RunOptions(jobs=2))
     SOURCES.update({path.stem: path.read_text() for path in (folder / "class").iterdir()})
     return by_student(run)
 

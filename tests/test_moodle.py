@@ -15,7 +15,7 @@ import pytest
 from grader.discover.layouts import LAYOUTS, MOODLE, detect_layout, discover
 from grader.errors import ConfigurationError
 from grader.export.moodle import write_moodle_exports
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.results import CheckResult, QuestionResult, SubmissionResult
 
 from .conftest import ROOT
@@ -162,7 +162,8 @@ def test_the_worksheets_maximum_grade_rescales_the_score(tmp_path: Path) -> None
 def test_round_trip_grade_a_moodle_download_and_fill_in_its_worksheet(tmp_path: Path) -> None:
     download = copy_download(FIXTURES / "download", tmp_path / "download")
     out = tmp_path / "out"
-    run = grade_class(assignment=ASSIGNMENT, submissions_dir=download, out_dir=out, layout="moodle", jobs=4)
+    run = grade_class(RunRequest(assignment=ASSIGNMENT, submissions_dir=download, out_dir=out, layout="moodle"),
+                      RunOptions(jobs=4))
     submissions, _ = discover(download, layout="moodle")
     results = {r.student: r for r in run.results}
     assert sorted(results, key=int) == GRADED

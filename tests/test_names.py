@@ -25,15 +25,16 @@ from grader.discover.inventory import GRADED, IGNORED, OTHER
 from grader.export.canvas import write_canvas_exports
 from grader.export.moodle import write_moodle_exports
 from grader.names import MAX_BYTES, file_name, readable, student_id
-from grader.pipeline import grade_class
-from grader.pipeline.accounting import Accounting, pages_placed
+from grader.pipeline import RunOptions, RunRequest, grade_class
+from grader.pipeline.accounting import pages_placed
 from grader.pipeline.self_check import check_submission
 from grader.pipeline.student_files import write_student_files
 from grader.record import write_grades_csv, write_lms_csv
+from grader.record.accounting import Accounting
 from grader.record.output import OutputFolder
 from grader.report import render_dashboard
+from grader.report.similar_pages import write_similarity
 from grader.results import CheckResult, QuestionResult, SubmissionResult
-from grader.similar import write_similarity
 
 from . import class_folders
 from .class_folders import Built
@@ -179,8 +180,8 @@ def test_a_class_of_any_names_is_graded_for_real(kind: str) -> None:
     def graded(people: list) -> None:
         with tempfile.TemporaryDirectory() as scratch:
             built = build(Path(scratch) / "class", people, TOY_CORRECT)
-            run = grade_class(assignment="toy", submissions_dir=built.folder, out_dir=Path(scratch) / "out",
-                              solutions_dir=FIXTURE_SOLUTIONS, layout=layout, jobs=1)
+            run = grade_class(RunRequest(assignment="toy", submissions_dir=built.folder, out_dir=Path(scratch) / "out",
+                                         solutions_dir=FIXTURE_SOLUTIONS, layout=layout), RunOptions(jobs=1))
             assert {r.student for r in run.summaries} == built.students
             assert all(r.status == "graded" and r.score == r.max_score for r in run.summaries), run.summaries
             assert run.accounting is not None and not run.accounting.not_placed

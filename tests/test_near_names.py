@@ -1,7 +1,7 @@
 """A name the assignment asks for, missing while a near one is defined (`masked_sofmax` for `masked_softmax`): the
 grader, `grader check` and the student kit each name both, and the question still gets 0 (docs/assignments.md).
 
-The rule itself (grader/check/near_names.py) is tested on misspellings of every assignment's names and on names far
+The rule itself (grader/near_names.py) is tested on misspellings of every assignment's names and on names far
 from them; then real submissions are graded in the real sandbox, checked by `grader check`, and checked by the kit's
 runner on a namespace the submission's code filled.
 """
@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 
 from grader.check import load_assignment
 from grader.check.load import available_assignments
-from grader.check.near_names import name_key, near_names
 from grader.check.spec import Assignment
 from grader.discover import Submission
 from grader.kit.bundle import KIT_FOLDER
 from grader.kit.runner import Kit, load_kit, run_kit
 from grader.kit.session import KernelCalls
+from grader.near_names import name_key, near_names
 from grader.pipeline.self_check import check_submission, public_only
 from grader.results import SHARED_PROBLEM, SHARED_PROBLEM_NOTE, SubmissionResult
 

@@ -15,7 +15,7 @@ from grader import __version__
 from grader.assign import SOLUTION_SOURCE, stale_templates, with_solution_source
 from grader.assign.scaffold import SAMPLE
 from grader.check.load import available_assignments, load_assignment, load_solution_module
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.results import SubmissionResult
 
 from .conftest import FIXTURE_SOLUTIONS, ROOT, with_templates, with_variants
@@ -66,8 +66,8 @@ def test_a_new_assignment_grades_its_sample_to_full_marks_and_catches_its_mistak
     (tmp_path / "class" / SAMPLE).write_text(base)
     (variant,) = spec.variants
     (tmp_path / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
-    run = by_student(grade_class(assignment=NAME, submissions_dir=tmp_path / "class", out_dir=tmp_path / "out2",
-                                 solutions_dir=solutions, jobs=1))
+    run = by_student(grade_class(RunRequest(assignment=NAME, submissions_dir=tmp_path / "class",
+                                            out_dir=tmp_path / "out2", solutions_dir=solutions), RunOptions(jobs=1)))
     model, mutant = run["reference_style"], run[mutant_name(variant)]
     assert model.score == model.max_score == 10 and all(c.diagnosis is None for c in model.checks)
     assert mutant.status == "graded" and scores(mutant)["q1"] < scores(model)["q1"]
@@ -110,8 +110,8 @@ def test_a_new_assignment_with_a_training_and_a_written_question_passes_its_own_
         (tmp_path / "class" / f"{mutant_name(variant)}.py").write_text(mutate(base, variant))
     shutil.copy(assignments / NAME / f"{NAME}.py", tmp_path / "class" / "blank_py.py")
     shutil.copy(assignments / NAME / f"{NAME}.ipynb", tmp_path / "class" / "blank_notebook.ipynb")
-    run = by_student(grade_class(assignment=NAME, submissions_dir=tmp_path / "class", out_dir=tmp_path / "out",
-                                 solutions_dir=solutions, jobs=2))
+    run = by_student(grade_class(RunRequest(assignment=NAME, submissions_dir=tmp_path / "class",
+                                            out_dir=tmp_path / "out", solutions_dir=solutions), RunOptions(jobs=2)))
     model = run["reference_style"]
     assert scores(model) == {"q1": 10, "q2": 30} and all(c.diagnosis is None for c in model.checks)
     training = next(c for c in model.checks if c.check_id == "q2.training")

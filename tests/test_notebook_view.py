@@ -524,7 +524,7 @@ def test_a_50_mb_notebook_of_images_makes_a_page_of_at_most_5_mb_that_says_what_
 def pasted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A class of one: the textbook solution with a pasted image, a cell that prints, the attention map it was saved
     with, a widget, graded."""
-    from grader.pipeline import grade_class
+    from grader.pipeline import RunOptions, RunRequest, grade_class
 
     notebook = textbook()
     notebook["metadata"]["widgets"] = WIDGET_STATE
@@ -544,7 +544,8 @@ def pasted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     folder = tmp_path_factory.mktemp("pasted") / "submissions"
     folder.mkdir()
     (folder / "ana.ipynb").write_text(json.dumps(notebook, indent=1), encoding="utf-8")
-    yield grade_class(assignment="attention_scoring", submissions_dir=folder, out_dir=folder.parent / "out", jobs=1)
+    yield grade_class(RunRequest(assignment="attention_scoring", submissions_dir=folder, out_dir=folder.parent / "out"),
+                      RunOptions(jobs=1))
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from grader.errors import ConfigurationError
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 
 from .conftest import FIXTURE_SOLUTIONS, write
 
@@ -78,9 +78,10 @@ def test_student_is_graded_even_when_unchanged(tmp_path: Path) -> None:
     submissions, out = tmp_path / "class", tmp_path / "out"
     write(submissions, "ana.py", CORRECT)
     write(submissions, "ben.py", CORRECT)
-    grade_class(assignment="toy", submissions_dir=submissions, out_dir=out, solutions_dir=FIXTURE_SOLUTIONS, jobs=2)
-    run = grade_class(assignment="toy", submissions_dir=submissions, out_dir=out, solutions_dir=FIXTURE_SOLUTIONS,
-                      students=["ana"])
+    grade_class(RunRequest(assignment="toy", submissions_dir=submissions, out_dir=out, solutions_dir=FIXTURE_SOLUTIONS),
+                RunOptions(jobs=2))
+    run = grade_class(RunRequest(assignment="toy", submissions_dir=submissions, out_dir=out,
+                                 solutions_dir=FIXTURE_SOLUTIONS, students=("ana",)))
     assert run.graded_now == 1 and run.unchanged == ("ben",) and run.held_back == ()
     assert [r.student for r in run.results] == ["ana", "ben"]
 
@@ -102,5 +103,5 @@ def test_near_matches_ignore_case_and_find_parts(tmp_path: Path, typo: str) -> N
     submissions = tmp_path / "class"
     write(submissions, "ana_silva.py", CORRECT)
     with pytest.raises(ConfigurationError, match="did you mean ana_silva"):
-        grade_class(assignment="toy", submissions_dir=submissions, out_dir=tmp_path / "out",
-                    solutions_dir=FIXTURE_SOLUTIONS, students=[typo])
+        grade_class(RunRequest(assignment="toy", submissions_dir=submissions, out_dir=tmp_path / "out",
+                               solutions_dir=FIXTURE_SOLUTIONS, students=(typo,)))

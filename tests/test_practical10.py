@@ -16,7 +16,7 @@ from grader.check import load_assignment, load_solution_module
 from grader.discover import Submission
 from grader.execute import isolation
 from grader.execute.workers import Worker
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunRequest, grade_class
 from grader.pipeline.submission_run import grade_submission
 
 from .bundled_classes import BundledClasses
@@ -202,7 +202,8 @@ def test_the_same_submission_trains_to_the_same_accuracy(sample: ClassRun, tmp_p
     again = tmp_path / "class"
     again.mkdir()
     shutil.copy(SAMPLES / "reference_style.py", again / "another_student.py")
-    (result,) = grade_class(assignment="practical10", submissions_dir=again, out_dir=tmp_path / "out").results
+    (result,) = grade_class(RunRequest(assignment="practical10", submissions_dir=again,
+                                       out_dir=tmp_path / "out")).results
     first = by_student(sample)["reference_style"]
 
     def training(r: object) -> object:

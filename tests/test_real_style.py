@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.results import SubmissionResult
 
 from .bundled_classes import REAL_STYLE, BundledClasses
@@ -224,7 +224,8 @@ def test_the_same_wrong_file_gets_one_grade_whoever_submits_it(assignment: str, 
     folder.mkdir()
     for number in range(20):
         shutil.copy(source, folder / f"student{number:02d}.py")
-    results = grade_class(assignment=assignment, submissions_dir=folder, out_dir=tmp_path / "out", jobs=2).results
+    results = grade_class(RunRequest(assignment=assignment, submissions_dir=folder, out_dir=tmp_path / "out"),
+                          RunOptions(jobs=2)).results
     assert len(results) == 20
     assert len({r.score for r in results}) == 1
     assert len({frozenset(c.check_id for c in r.checks if not c.passed) for r in results}) == 1

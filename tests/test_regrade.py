@@ -13,7 +13,7 @@ import pytest
 
 from grader.check.load import load_assignment
 from grader.check.seeds import check_seed
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.pipeline.gradescope_run import grade_gradescope_submission
 from grader.results import HIDDEN, INTERNAL
 
@@ -45,8 +45,8 @@ def students(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("job_processes", [False, True], ids=["threads", "job processes"])
 def test_a_submission_the_grader_failed_on_is_graded_again_in_a_fresh_process(
         students: dict[str, str], tmp_path: Path, job_processes: bool, capsys: pytest.CaptureFixture[str]) -> None:
-    run = grade_class(assignment="flaky", submissions_dir=tmp_path / "class", out_dir=tmp_path / "out", jobs=2,
-                      solutions_dir=FIXTURE_SOLUTIONS, job_processes=job_processes)
+    run = grade_class(RunRequest(assignment="flaky", submissions_dir=tmp_path / "class", out_dir=tmp_path / "out",
+                                 solutions_dir=FIXTURE_SOLUTIONS), RunOptions(jobs=2, job_processes=job_processes))
     by_student = {r.student: r for r in run.results}
     assert set(run.regraded) == {students["flaky"], students["always"]}
     assert "grading them again in a fresh process" in capsys.readouterr().err

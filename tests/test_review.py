@@ -26,12 +26,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, expect
 
+from grader.adjust.marking_store import Conflict, MarkingStore, mark_points
 from grader.check.load import load_assignment
 from grader.export.moodle import feedback_comment
 from grader.pipeline import ClassRun
 from grader.record.output import GRADEBOOK
 from grader.review.server import Review, serve
-from grader.review.store import Conflict, MarkingStore, mark_points
 
 from .browser import watched_page
 from .conftest import FIXTURE_SOLUTIONS

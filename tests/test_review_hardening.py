@@ -33,6 +33,7 @@ from playwright.sync_api import Browser, expect
 
 import grader.review.answers
 from grader.adjust.manual import answer_hash
+from grader.adjust.marking_store import MarkingStore
 from grader.check.load import load_assignment
 from grader.cli import main
 from grader.pipeline import ClassRun
@@ -41,7 +42,6 @@ from grader.record.output import GRADEBOOK
 from grader.report.notebook import markdown_html
 from grader.review import app as review_app
 from grader.review.server import Review, serve
-from grader.review.store import MarkingStore
 
 from . import test_review
 from .browser import watched_page

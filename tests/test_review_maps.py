@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Locator, expect
 
 from grader.check.load import load_assignment
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 from grader.review.server import Review, serve
 
 from .browser import DESKTOP, PHONE, watched_page
@@ -47,8 +47,8 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Review]:
     root = tmp_path_factory.mktemp("review_maps")
     (root / "class").mkdir()
     (root / "class" / "ana.ipynb").write_text(notebook(), encoding="utf-8")
-    grade_class(assignment=ASSIGNMENT, submissions_dir=root / "class", out_dir=root / "out", jobs=1,
-                solutions_dir=FIXTURE_SOLUTIONS)
+    grade_class(RunRequest(assignment=ASSIGNMENT, submissions_dir=root / "class", out_dir=root / "out",
+                           solutions_dir=FIXTURE_SOLUTIONS), RunOptions(jobs=1))
     review = serve(root / "out", load_assignment(ASSIGNMENT, solutions_dir=FIXTURE_SOLUTIONS))
     thread = threading.Thread(target=review.run, daemon=True)
     thread.start()

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 
 from .conftest import SAMPLES
 from .sample_classes import student_reads
@@ -257,7 +257,8 @@ def test_regrading_gives_identical_results_and_no_duplicates(sample_run: ClassRu
     before = snapshot(sample_run.out_dir)
     out = tmp_path / "out"  # a copy: the session's sample run stays as graded for the other tests
     shutil.copytree(sample_run.out_dir, out, ignore=shutil.ignore_patterns(".grader.lock"))
-    rerun = grade_class(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=out, jobs=2, force=True)
+    rerun = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=SAMPLES, out_dir=out, force=True),
+                        RunOptions(jobs=2))
     assert rerun.unchanged == ()
     assert snapshot(rerun.out_dir) == before
     with sqlite3.connect(rerun.out_dir / "gradebook.sqlite") as db:

@@ -11,7 +11,8 @@ import pytest
 
 from grader.discover import Submission, discover
 from grader.report.render import render_dashboard
-from grader.similar import boilerplate_for, similar_pairs, write_similarity
+from grader.report.similar_pages import write_similarity
+from grader.similar import boilerplate_for, similar_pairs
 
 pytestmark = pytest.mark.usefixtures("warm_class_runs")  # small class runs share warm workers
 
@@ -130,14 +131,15 @@ def test_pages_and_dashboard(graded_folder: Path, tmp_path: Path) -> None:
 
 
 def test_student_pages_never_mention_it(tmp_path: Path) -> None:
-    from grader.pipeline.class_run import grade_class
+    from grader.pipeline import RunOptions, RunRequest, grade_class
 
     folder = tmp_path / "submissions"
     folder.mkdir()
     for name in ("helper_author", "helper_copier"):
         shutil.copy(FIXTURES / f"{name}.py", folder / f"{name}.py")
     out = tmp_path / "out"
-    run = grade_class(assignment="attention_scoring", submissions_dir=folder, out_dir=out, jobs=2)
+    run = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=folder, out_dir=out),
+                      RunOptions(jobs=2))
     submissions, _ = discover(folder, layout="auto", assignment="attention_scoring")
     report = write_similarity(out, "attention_scoring", submissions, threshold=0.3)
     assert report.rows

@@ -14,7 +14,7 @@ import pytest
 from grader.check import load_assignment
 from grader.execute import isolation
 from grader.execute.workers import Worker, WorkerPool
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunOptions, RunRequest, grade_class
 from grader.pipeline.backends import threads
 
 from .conftest import SAMPLES
@@ -41,11 +41,12 @@ def test_class_runs_in_a_module_share_its_workers_and_grade_as_with_their_own(
         start(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Worker, "start", counted)
-    shared = [grade_class(assignment="attention_scoring", submissions_dir=tmp_path, out_dir=tmp_path / f"out{i}",
-                          jobs=2) for i in range(3)]
+    shared = [grade_class(RunRequest(assignment="attention_scoring", submissions_dir=tmp_path,
+                                     out_dir=tmp_path / f"out{i}"), RunOptions(jobs=2)) for i in range(3)]
     assert len(started) == 2, "the second and third runs started workers of their own"
     monkeypatch.setattr(threads, "WorkerPool", WorkerPool)  # a run with a pool of its own, as outside the tests
-    own = grade_class(assignment="attention_scoring", submissions_dir=tmp_path, out_dir=tmp_path / "own", jobs=2)
+    own = grade_class(RunRequest(assignment="attention_scoring", submissions_dir=tmp_path, out_dir=tmp_path / "own"),
+                      RunOptions(jobs=2))
     assert len(started) == 4
     assert {r.student for r in own.results} == {Path(name).stem for name in CLASS}
     for run in shared:

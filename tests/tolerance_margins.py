@@ -23,7 +23,7 @@ import numpy as np
 
 from grader.check import context
 from grader.check.load import available_assignments
-from grader.pipeline import grade_class
+from grader.pipeline import RunOptions, RunRequest, grade_class
 
 ROOT = Path(__file__).resolve().parent.parent
 # Every assignment with a sample class in tests/submissions/.
@@ -91,8 +91,8 @@ def measure(assignment: str) -> dict[str, Margins]:
                        assignment):
             if not folder.is_dir():  # a new assignment has no real-style files yet
                 continue
-            grade_class(assignment=assignment, submissions_dir=folder, out_dir=Path(out) / folder.parent.name,
-                        job_processes=False, force=True)
+            grade_class(RunRequest(assignment=assignment, submissions_dir=folder,
+                                   out_dir=Path(out) / folder.parent.name, force=True), RunOptions(job_processes=False))
     return margins
 
 

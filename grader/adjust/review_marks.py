@@ -1,4 +1,5 @@
-"""The review app's marks and overrides (grader/review/store.py), put on each result at every run, as manual.csv's are.
+"""The review app's marks and overrides (grader/adjust/marking_store.py), put on each result at every run, as
+manual.csv's are.
 
 The gradebook holds every mark; manual.csv is its export and an import. At the start of a run, each row of
 manual.csv with points or a comment typed is compared with the gradebook's mark for that answer:
@@ -25,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.adjust.manual import ManualSheet, answer_hash, parse_points
+from grader.adjust.marking_store import Mark, MarkingStore, Override, RubricEntry, mark_comment, mark_points
 from grader.check.spec import Assignment
 from grader.points import shown
 from grader.record.gradebook import Gradebook, check_readable
 from grader.record.output import GRADEBOOK, MANUAL_CSV
 from grader.results import CHANGED, MARKED, CheckOverride, ManualMark, SubmissionResult
-from grader.review.store import Mark, MarkingStore, Override, RubricEntry, mark_comment, mark_points
 
 SHEET = MANUAL_CSV  # the author of a mark imported from the spreadsheet
 

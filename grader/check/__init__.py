@@ -6,7 +6,7 @@ import the submodules (``grader.check.load``, ``grader.check.runner``) instead, 
 namespace being complete.
 """
 
-from grader.check.calibration import Calibration
+from grader.check.calibration import KERNELS, Calibration
 from grader.check.compare import compare_tensor
 from grader.check.context import CheckContext
 from grader.check.load import available_assignments, load_assignment, load_solution_module
@@ -21,7 +21,7 @@ from grader.paths import assignment_file
 from grader.results import HIDDEN, PUBLIC
 from grader.times import LatePolicy
 
-__all__ = ["HIDDEN", "PUBLIC", "Arg", "Assignment", "Calibration", "CheckContext", "CheckSpec", "Decided",
+__all__ = ["HIDDEN", "KERNELS", "PUBLIC", "Arg", "Assignment", "Calibration", "CheckContext", "CheckSpec", "Decided",
            "LatePolicy", "Limits", "Question", "Returned", "RubricItem", "Stage", "StagedVerdict", "StudentFunction",
            "StudentObject", "StudentRaised", "WrittenQuestion", "WrongAnswer", "assignment_file",
            "available_assignments", "calibrate", "compare_tensor", "error_rates", "load_assignment",

@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 
 from grader.check.context import CheckContext
+from grader.check.provided import REFERENCE_FILENAME, provided_name
 from grader.check.shrink import run_again
-from grader.check.spec import REFERENCE_FILENAME, CheckSpec
+from grader.check.spec import CheckSpec
 from grader.check.student import LengthsCall, Rewrite, StudentCode, place_of
 from grader.errors import CallTimedOut, ConfigurationError, ProcessDied, WrongAnswer
 from grader.execute.arguments import Arg
@@ -196,7 +197,7 @@ def said_where(code: StudentCode, label: str, frame: Frame | None) -> str:
     if frame is None or code.sources is None:
         return ""
     filename, line, function = frame
-    if filename == REFERENCE_FILENAME or filename.startswith("<provided "):
+    if filename == REFERENCE_FILENAME or provided_name(filename):
         return ""
     lines = io.StringIO(code.sources.text(filename) or "", newline="").readlines()  # as compile() counts lines
     if not 1 <= line <= len(lines) or not lines[line - 1].strip():

@@ -17,6 +17,7 @@ from grader.errors import ConfigurationError
 from grader.paths import SOLUTION_SOURCE, SOLUTIONS_DIR
 
 PACKAGE = "_grader_solutions"
+IGNORED_PARTS = {"__pycache__"}
 
 
 def is_assignment(folder: Path) -> bool:
@@ -29,6 +30,17 @@ def available_assignments(solutions_dir: Path = SOLUTIONS_DIR) -> list[str]:
     if not solutions_dir.is_dir():
         return []
     return sorted(p.name for p in solutions_dir.iterdir() if is_assignment(p))
+
+
+def solutions_files(folder: Path) -> list[Path]:
+    """The files that make up an assignment's solutions, in a stable order (caches and hidden files left out)."""
+    files = []
+    for path in folder.rglob("*"):
+        parts = path.relative_to(folder).parts
+        if path.is_file() and not any(p in IGNORED_PARTS or p.startswith(".") for p in parts) \
+                and path.suffix not in (".pyc", ".pyo"):
+            files.append(path)
+    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
 
 
 def load_solution_module(name: str, module: str, *, solutions_dir: Path = SOLUTIONS_DIR) -> types.ModuleType:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
@@ -12,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grader.check.binding import Naming
+from grader.check.provided import ProvidedFile
 from grader.check.variants import Variant
-from grader.discover.program import top_level_names
 from grader.errors import ConfigurationError
 from grader.execute.limits import Limits
 from grader.results import HIDDEN, PUBLIC
@@ -55,39 +54,6 @@ class Question:
     @property
     def provided_names(self) -> tuple[str, ...]:
         return (*self.graded_with_reference, *self.uses_provided)
-
-
-REFERENCE_FILENAME = "<reference>"  # the filename of every provided file that holds an answer
-
-
-@dataclass(frozen=True)
-class ProvidedFile:
-    """A provided file as the student's process runs it. One that defines a name students write holds a reference
-    (an answer): its lines are never told; a raise in it is told at the student's line that called it, or, where none
-    did, as "the grader's reference code" (grader/check/student.py). Any other (a training harness the students were
-    given) is named by its file name, with its own line numbers and text."""
-
-    name: str  # "reversal.py", as the student knows it
-    source: str
-    reference: bool
-
-    @property
-    def filename(self) -> str:
-        """What the student's process compiles it under, which no submission's unit is named (the messages read
-        it back: grader/check/student.py)."""
-        return REFERENCE_FILENAME if self.reference else f"<provided {self.name}>"
-
-    @staticmethod
-    def read(path: Path, answers: set[str]) -> ProvidedFile:
-        source = path.read_text(encoding="utf-8")
-        try:
-            defined = top_level_names(ast.parse(source))
-        except SyntaxError:
-            defined = None  # it cannot run either; unknown, so it is treated as holding a reference
-        return ProvidedFile(path.name, source, defined is None or bool(defined & answers))
-
-    def wire(self) -> dict[str, Any]:
-        return {"filename": self.filename, "source": self.source, "reference": self.reference}
 
 
 @dataclass(frozen=True)

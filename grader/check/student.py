@@ -21,13 +21,13 @@ from grader.check.array_text import array_text
 from grader.check.binding import Binding, Found, Naming, bind
 from grader.check.call_order import length_parameters, order_message, out_of_order
 from grader.check.choices import bound_parameters, near_name, renamed_arguments
-from grader.check.near_names import near_names
+from grader.check.provided import REFERENCE_FILENAME, provided_name
 from grader.check.signature import Parameter, mismatch_message, plan_call
-from grader.check.spec import REFERENCE_FILENAME
 from grader.errors import CallTimedOut, NotCalledAgain, StudentRaised, WrongAnswer
 from grader.execute.arguments import Arg, Returned, blob_digest, decode_value
 from grader.execute.child import wire
 from grader.execute.process import QuestionSession
+from grader.near_names import near_names
 from grader.results import Choice
 
 
@@ -105,16 +105,11 @@ def _fingerprint(header: Mapping[str, Any], blobs: list[bytes] | tuple) -> str:
     return digest.hexdigest()
 
 
-def _provided_name(filename: str) -> str:
-    """'reversal.py' for a provided harness's frames ("<provided reversal.py>"), else ''."""
-    return filename[len("<provided "):-1] if filename.startswith("<provided ") and filename.endswith(">") else ""
-
-
 def place_of(filename: str, lineno: int) -> str:
     """'cell [2], line 7' / 'line 7' / 'reversal.py, line 108': where a frame is, as the student knows the file."""
     if filename.startswith("<cell "):
         return f"cell [{filename[6:-1]}], line {lineno}"
-    provided = _provided_name(filename)
+    provided = provided_name(filename)
     return f"{provided}, line {lineno}" if provided else f"line {lineno}"
 
 
@@ -495,7 +490,7 @@ class StudentCode:
             return ()
         found: list[str] = []
         for filename, line in _frames(exc):
-            if filename == REFERENCE_FILENAME or _provided_name(filename):
+            if filename == REFERENCE_FILENAME or provided_name(filename):
                 continue
             text = self.sources.text(filename)
             lines = io.StringIO(text or "", newline="").readlines()  # as compile() counts lines

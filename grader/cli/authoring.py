@@ -18,7 +18,7 @@ def asked_elsewhere(names: Sequence[str], solutions: Path) -> list[str]:
 
 def authoring_warnings(names: Sequence[str], solutions: Path) -> list[str]:
     """Each assignment's own warnings (its rubrics), each line starting "warning: "."""
-    from grader.check.load import load_assignment
+    from grader.check.load import is_assignment, load_assignment
 
-    return [f"warning: {line}" for name in names
+    return [f"warning: {line}" for name in names if is_assignment(solutions / name)  # the command says what else
             for line in load_assignment(name, solutions_dir=solutions).authoring_warnings()]

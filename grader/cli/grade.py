@@ -17,7 +17,7 @@ from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.names import terminal_text
 from grader.paths import SOLUTIONS_DIR
-from grader.pipeline import ClassRun, grade_class
+from grader.pipeline import ClassRun, RunEvents, RunOptions, RunRequest, grade_class
 from grader.pipeline.handback import Handback
 from grader.record.output import OutputFolder
 from grader.results import GRADED
@@ -75,18 +75,18 @@ def _grade(args: argparse.Namespace) -> int:
 
     for warning in authoring_warnings([args.assignment], Path(args.solutions)):
         print(warning, file=sys.stderr)
+    request = RunRequest(assignment=args.assignment, submissions_dir=Path(args.submissions), out_dir=Path(args.out),
+                         solutions_dir=Path(args.solutions), students=tuple(args.student), force=args.force,
+                         layout=args.layout, late=_late_override(args), handback=_handback(args))
+    options = RunOptions(jobs=args.jobs, device=args.device, sandbox=args.sandbox, limit_overrides=tuple(args.limit),
+                         scheduler=args.scheduler)
     explain = _print_selected if args.student else _print_plan
     with ProgressDisplay() as display:
         def planned(to_grade: int, kept: int) -> None:
             explain(to_grade, kept)
             display.planned(to_grade)
 
-        run = grade_class(assignment=args.assignment, submissions_dir=Path(args.submissions),
-                          out_dir=Path(args.out), jobs=args.jobs, solutions_dir=Path(args.solutions),
-                          device=args.device, force=args.force, limit_overrides=args.limit, sandbox=args.sandbox,
-                          layout=args.layout, progress=display.advance, planned=planned, late=_late_override(args),
-                          students=args.student, scheduler=args.scheduler, handback=_handback(args),
-                          started=started)
+        run = grade_class(request, options, RunEvents(progress=display.advance, planned=planned, started=started))
     graded = sum(1 for r in run.summaries if r.status == GRADED)
     unchanged = f", {len(run.unchanged)} unchanged since the last run; of all {len(run.summaries)}" \
         if run.unchanged else ""

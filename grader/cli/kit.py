@@ -8,10 +8,12 @@ A kit is the folder a student is given: the templates (and the assignment's othe
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from grader.assign import SOLUTION_SOURCE, with_solution_source
+from grader.cli.authoring import authoring_warnings
 from grader.errors import ConfigurationError
 from grader.execute import isolation
 from grader.paths import ASSIGNMENTS_DIR, PROJECT_ROOT, SOLUTIONS_DIR
@@ -54,6 +56,8 @@ def _kit(args: argparse.Namespace) -> int:
     names = args.assignment or with_solution_source(solutions)
     if not names:
         raise ConfigurationError(f"no assignment in {solutions} has a {SOLUTION_SOURCE}")
+    for warning in authoring_warnings(names, solutions):
+        print(warning, file=sys.stderr)
     write_kits(names, solutions=solutions, assignments=Path(args.assignments), out=Path(args.out),
                wheel=not args.no_wheel, sandbox=args.sandbox)
     return 0

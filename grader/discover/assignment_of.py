@@ -3,7 +3,7 @@
 In order: the notebook's metadata (``grader.assignment``, written into every generated template), the file's name
 (``attention_scoring.py``), then the names the file defines (``def masked_softmax``, ``class AdditiveAttention``)
 against the names each assignment's questions ask for: the assignment with the largest share of its names defined
-wins, ties going to the one with more; when none is defined, the names near them (grader/check/near_names.py:
+wins, ties going to the one with more; when none is defined, the names near them (grader/near_names.py:
 ``masked_sofmax``) count in their place. Nothing matching, or a tie, is an error that asks for ``--assignment``.
 """
 
@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from grader.check.near_names import near_names
 from grader.errors import ConfigurationError
+from grader.near_names import near_names
 
 
 def _metadata_assignment(path: Path) -> str | None:

@@ -22,19 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import __version__
-from grader.check.load import load_assignment
+from grader.check.load import load_assignment, solutions_files
 from grader.check.seeds import SECRET_FILE
 from grader.errors import ConfigurationError
 from grader.files import atomic_writer
 from grader.paths import PROJECT_ROOT, SOLUTIONS_DIR, TEMPLATES_DIR
-from grader.pipeline.fingerprint import solutions_files
-from grader.pipeline.gradescope_run import CONFIG
 
 SCRIPTS = Path(__file__).resolve().parent / "gradescope"
 EXECUTABLE = ("setup.sh", "run_autograder")
 GRADER_DIR = Path(__file__).resolve().parents[1]
 PROJECT_FILES = ("requirements.txt", "pyproject.toml")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold: no build time in the bytes
+
+
+CONFIG = "autograder.json"  # written into the zip: {"assignment": ..., "grader_version": ...}
 
 
 @dataclass(frozen=True)

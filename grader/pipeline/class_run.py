@@ -15,45 +15,36 @@ import dataclasses
 import functools
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.adjust import AdjustmentReport, Adjustments, DeadlineRule, LateOverride, deadline_rule
+from grader.adjust import AdjustmentReport, Adjustments, DeadlineRule, deadline_rule
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Discovery, Skipped, Submission, detect_layout, discover_all
-from grader.discover.layouts import Layout
 from grader.execute import isolation
-from grader.execute.isolation import Sandbox
 from grader.files import remove_partial_writes, write_text_atomic
 from grader.names import student_id, terminal_text
-from grader.paths import SOLUTIONS_DIR
-from grader.pipeline.accounting import (
-    Accounting,
-    pages_placed,
-    read_student_folders,
-    write_accounting,
-    write_student_folders,
-)
+from grader.pipeline.accounting import pages_placed, read_student_folders, write_student_folders
 from grader.pipeline.backends import choose_backend, closing, fresh_process
 from grader.pipeline.fingerprint import grading_fingerprint
 from grader.pipeline.handback import Handback, check_handback, similarity, write_platform_files
 from grader.pipeline.recorder import Progress, Recorder, grader_failed
+from grader.pipeline.request import Planned, RunEvents, RunOptions, RunRequest, Started
 from grader.pipeline.resume import ResumePlan, check_students, plan_resume
 from grader.pipeline.settings import PagesSettings, RunSettings
 from grader.pipeline.stage_times import RenderTimes, StageClock, StageTimes
 from grader.record import Gradebook, write_grades_csv, write_lms_csv
+from grader.record.accounting import Accounting, write_accounting
 from grader.record.output import OutputFolder
 from grader.record.output_lock import output_lock
 from grader.report import render_dashboard
 from grader.results import INTERNAL, SubmissionResult
 
-Planned = Callable[[int, int], None]  # (to grade in this run, unchanged since an earlier run)
-Started = Callable[[Sandbox, Layout], None]  # the isolation layers and the submissions' layout, once per run
-
-__all__ = ["ClassRun", "Planned", "Progress", "Started", "grade_class", "grader_failed"]
+__all__ = ["ClassRun", "Planned", "Progress", "RunEvents", "RunOptions", "RunRequest", "Started", "grade_class",
+           "grader_failed"]
 
 
 @dataclass(frozen=True)
@@ -113,43 +104,33 @@ class RunChoices:
     planned: Planned | None = None
 
 
-def grade_class(*, assignment: str, submissions_dir: Path, out_dir: Path, jobs: int | None = None,
-                solutions_dir: Path = SOLUTIONS_DIR, device: str = "cpu", force: bool = False,
-                limit_overrides: Sequence[str] = (), sandbox: str = "require", layout: str = "auto",
-                progress: Progress | None = None, planned: Planned | None = None,
-                late: LateOverride | None = None, students: Sequence[str] = (),
-                scheduler: str | None = None, job_processes: bool | None = None,
-                handback: Handback | None = None, started: Started | None = None) -> ClassRun:
-    """Grade every submission in ``submissions_dir`` into ``out_dir``; with ``students`` (``--student``), grade only
-    theirs and report everyone else's stored result as it is (see ``resume``).
+DEFAULT_OPTIONS, NO_EVENTS = RunOptions(), RunEvents()
 
-    ``limit_overrides`` are ``name=value`` pairs applied over the assignment's limits; ``sandbox`` is the
-    isolation mode (auto, require, off; see grader.execute.isolation); ``layout`` the submissions folder's (auto,
-    flat, nbgrader, gradescope, moodle, canvas; see grader.discover.layouts); ``scheduler`` the address of a Dask
-    scheduler whose workers grade the submissions (backends/dask.py) instead of this machine's; ``job_processes``
-    whether parallel jobs are processes or threads (None: processes for a large class; backends/processes.py);
-    ``handback`` what is written for the course beyond the grades (a platform's imports, similar submissions;
-    handback.py); ``started`` is told, before anything is graded, the isolation layers and the layout detected.
-    """
+
+def grade_class(request: RunRequest, options: RunOptions = DEFAULT_OPTIONS, events: RunEvents = NO_EVENTS) -> ClassRun:
+    """Grade every submission in ``request.submissions_dir`` into ``request.out_dir``; with ``request.students``
+    (``--student``), grade only theirs and report everyone else's stored result as it is (see ``resume``)."""
+    assignment, submissions_dir, out_dir = request.assignment, request.submissions_dir, request.out_dir
+    solutions_dir, device = request.solutions_dir, options.device
     spec = load_assignment(assignment, solutions_dir=solutions_dir)
-    students = [student_id(s) for s in students]  # as discovery keeps ids: typed on a Mac, the same student
-    limits = spec.limits.with_overrides(limit_overrides)
-    rule = deadline_rule(spec.deadline, spec.late, late)  # ``late``: the run's --deadline and late rule
-    layers = isolation.detect(sandbox)
-    found_layout = detect_layout(submissions_dir, layout)
-    if started is not None:
-        started(layers, found_layout)
+    students = [student_id(s) for s in request.students]  # as discovery keeps ids: typed on a Mac, the same student
+    limits = spec.limits.with_overrides(options.limit_overrides)
+    rule = deadline_rule(spec.deadline, spec.late, request.late)  # the run's --deadline and late rule
+    layers = isolation.detect(options.sandbox)
+    found_layout = detect_layout(submissions_dir, request.layout)
+    if events.started is not None:
+        events.started(layers, found_layout)
     found = discover_all(submissions_dir, layout=found_layout, assignment=spec.name)
     check_students(students, found.submissions, submissions_dir)
-    check_handback(handback or Handback(), found.submissions)
+    check_handback(request.handback, found.submissions)
     settings = RunSettings(assignment=spec.name, root=submissions_dir,
                            solutions_dir=spec.folder.parent if spec.folder is not None else solutions_dir,
                            device=device, limits=limits, sandbox=layers.mode,
                            fingerprint=grading_fingerprint(spec, device=device, limits=limits),
                            exposed=layers.exposure())
-    choices = RunChoices(rule, force=force, students=students, jobs=jobs, scheduler=scheduler,
-                         job_processes=job_processes, handback=handback or Handback(), progress=progress,
-                         planned=planned)
+    choices = RunChoices(rule, force=request.force, students=students, jobs=options.jobs,
+                         scheduler=options.scheduler, job_processes=options.job_processes, handback=request.handback,
+                         progress=events.progress, planned=events.planned)
     with output_lock(out_dir):
         return _grade_locked(spec, settings, found, OutputFolder(out_dir), choices)
 

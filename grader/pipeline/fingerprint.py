@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-from pathlib import Path
 
 from grader import __version__
+from grader.check.load import solutions_files
 from grader.check.spec import Assignment
 from grader.execute.limits import Limits
-
-IGNORED_PARTS = {"__pycache__"}
 
 
 def _package_version(name: str) -> str:
@@ -23,17 +21,6 @@ def _package_version(name: str) -> str:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return "absent"
-
-
-def solutions_files(folder: Path) -> list[Path]:
-    """The files that make up an assignment's solutions, in a stable order (caches and hidden files left out)."""
-    files = []
-    for path in folder.rglob("*"):
-        parts = path.relative_to(folder).parts
-        if path.is_file() and not any(p in IGNORED_PARTS or p.startswith(".") for p in parts) \
-                and path.suffix not in (".pyc", ".pyo"):
-            files.append(path)
-    return sorted(files, key=lambda p: p.relative_to(folder).as_posix())
 
 
 def grading_fingerprint(assignment: Assignment, *, device: str, limits: Limits | None = None) -> str:

@@ -30,6 +30,7 @@ from grader.check.load import load_assignment
 from grader.discover.gradescope import find_submission, read_submission_metadata
 from grader.errors import SandboxUnavailable
 from grader.execute import isolation, lifetime
+from grader.export.autograder_zip import CONFIG
 from grader.files import write_text_atomic
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.submission_run import grade_submission, grader_failed_result
@@ -37,7 +38,6 @@ from grader.points import shown
 from grader.record.autograder_results import autograder_results
 from grader.results import SubmissionResult
 
-CONFIG = "autograder.json"  # written into the zip: {"assignment": ..., "grader_version": ...}
 DEFAULT_ROOT = "/autograder"
 RESULTS = Path("results") / "results.json"  # under the root: where Gradescope reads the student's result
 

@@ -10,8 +10,9 @@ from pathlib import Path
 from grader.discover.finder import Submission
 from grader.errors import ConfigurationError
 from grader.record.placed import Placed
+from grader.report.similar_pages import write_similarity
 from grader.results import SubmissionResult
-from grader.similar import SimilarityReport, write_similarity
+from grader.similar import SimilarityReport
 from grader.similar.pages import DEFAULT_THRESHOLD
 
 

@@ -34,8 +34,8 @@ from grader.results import GRADED, HIDDEN, PUBLIC, SubmissionResult, TensorDiff,
 from grader.times import describe_duration, describe_late, describe_time
 
 if TYPE_CHECKING:
-    from grader.pipeline.accounting import Accounting
-    from grader.similar import Pair, SimilarityReport
+    from grader.record.accounting import Accounting
+    from grader.similar import SimilarityReport
 
 OUTPUT_SHOWN = 6000  # characters of one cell's output on a page; the rest is cut from the middle
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src {script}; base-uri 'none'; "
@@ -126,8 +126,8 @@ def render_instructor_report(result: SubmissionResult, *, title: str, submission
 def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped: Sequence[Any] = (),
                      max_score: float, similarity: SimilarityReport | None = None,
                      accounting: Accounting | None = None) -> str:
-    """The class dashboard; with ``similarity`` (grader.similar.write_similarity), its "Similar submissions"
-    section; with ``accounting`` (grader.pipeline.accounting), what the run found, graded and wrote."""
+    """The class dashboard; with ``similarity`` (grader/report/similar_pages.py ``write_similarity``), its "Similar
+    submissions" section; with ``accounting`` (grader/record/accounting.py), what the run found, graded and wrote."""
     ordered = sorted(results, key=lambda r: r.student)
     stats = class_stats(ordered, max_score)
     script, csp = _dashboard_script()
@@ -138,18 +138,3 @@ def render_dashboard(results: Sequence[SubmissionResult], *, title: str, skipped
                    written=written_stats(ordered), dated=any(r.late is not None for r in ordered),
                    similarity=similarity, accounting=accounting, fates=fates,
                    isolation=containment(ordered))
-
-
-def render_similar_pair(pair: Pair, source_a: str, source_b: str, *, title: str, threshold: float) -> str:
-    """Two students' code side by side, what they share marked; each of a's marked stretches links to b's."""
-    from grader.similar.pages import marked
-
-    numbers_b: dict[tuple[int, int], int] = {}
-    for number, region in enumerate(pair.regions, 1):
-        numbers_b.setdefault(region.b, number)
-    # a b stretch several of a's pair with links back to the first; one none pairs with is marked, unlinked
-    spans_b = sorted({*pair.b_spans, *numbers_b})
-    return _render("similar_pair.html.j2", title=title, pair=pair, threshold=threshold,
-                   code_a=marked(source_a, [r.a for r in pair.regions], side="a", other="b",
-                                 numbers=range(1, len(pair.regions) + 1)),
-                   code_b=marked(source_b, spans_b, side="b", other="a", numbers=[numbers_b.get(s) for s in spans_b]))

@@ -1,5 +1,5 @@
 """`grader review OUT`: the class's written answers marked in the browser, one question at a time, and any check's
-points overridden with a reason (a regrade request). A Flask app over the gradebook (grader/review/store.py).
+points overridden with a reason (a regrade request). A Flask app over the gradebook (grader/adjust/marking_store.py).
 
 Safe by default: every request must carry the token printed in the URL, once (it is then kept in a cookie that
 never leaves this site: HttpOnly, SameSite=Strict, named for this app and sent only under its own path, see
@@ -33,6 +33,7 @@ from markupsafe import Markup
 from werkzeug.exceptions import HTTPException
 
 from grader.adjust.manual import answer_hash
+from grader.adjust.marking_store import Conflict, Mark, MarkingStore, ReviewError, is_busy, mark_points
 from grader.check.spec import Assignment, WrittenQuestion
 from grader.containment import containment_of
 from grader.points import shown
@@ -44,7 +45,6 @@ from grader.results import SubmissionResult, status_label
 from grader.review import fields
 from grader.review.answers import answer_view
 from grader.review.fields import Malformed
-from grader.review.store import Conflict, Mark, MarkingStore, ReviewError, is_busy, mark_points
 
 COOKIE = "grader_review"
 OUTSIDE = "grader.review.outside"  # set by the server on a request for a path outside the app's own

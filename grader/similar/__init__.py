@@ -2,6 +2,6 @@
 
 from grader.similar.boilerplate import boilerplate_for
 from grader.similar.compare import Pair, Region, similar_pairs
-from grader.similar.pages import SimilarityReport, write_similarity
+from grader.similar.pages import SimilarityReport
 
-__all__ = ["Pair", "Region", "SimilarityReport", "boilerplate_for", "similar_pairs", "write_similarity"]
+__all__ = ["Pair", "Region", "SimilarityReport", "boilerplate_for", "similar_pairs"]

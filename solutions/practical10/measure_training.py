@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from grader.check.calibration import KERNELS
+from grader.check import KERNELS
 
 from .calibration import KINDS, Mistaken, load_harness
 from .checks import (

@@ -156,7 +156,7 @@ class Calls:
 
     def describe(self, name: str) -> dict[str, Any]:
         if name not in self.namespace:
-            # What the student defined instead, for the grader to name a near one (grader/check/near_names.py).
+            # What the student defined instead, for the grader to name a near one (grader/near_names.py).
             missing: dict[str, Any] = {"exists": False, "defined": self.defined_names()}
             refused = self.refused()
             if refused:  # what the grader's d2l refused the student's code: told by name (student.py)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import grader
 from grader import __version__
-from grader.cli import assign, calibrate, check, grade, gradescope, kit, new, review
+from grader.cli import assign, calibrate, check, grade, gradescope, kit, new, review, serve
 from grader.cli.signals import stopped_by_signals
 from grader.errors import GraderError, InfrastructureError
 from grader.record.gradebook import damaged, is_damage
@@ -25,7 +25,7 @@ from grader.record.output import GRADEBOOK
 from grader.stack_dump import stacks_on_request
 from grader.storage import FULL, QUOTA, READ_ONLY, Refused
 
-COMMANDS = (grade, check, assign, kit, gradescope, new, calibrate, review)
+COMMANDS = (grade, check, assign, kit, gradescope, new, calibrate, review, serve)
 # What a command stopped by a signal keeps, and how to go on; every result is recorded as it arrives.
 GOING_ON = {"grade": "the results recorded so far are kept; run the same command again to grade the rest"}
 # A write refused by the machine that no write of the grader's said in its own words: only errors no read raises.

@@ -1,0 +1,279 @@
+"""The LTI 1.3 tool's web app (Flask): OIDC login initiation, the launch (one launch address per assignment), the
+tool's key set, and the pages a launch leads to: a student's (upload, queue, their own results) and an
+instructor's (every submission of the course's assignment and its score's way to the platform).
+
+Who may see what is decided by the launch alone: a verified launch is kept server-side under a random id, and the
+browser's session (a signed cookie) lists the launch ids it was given; every page names its launch and is refused
+unless the session holds it. A student's pages show only the uploads of that launch's platform, course, user and
+assignment. The session cookie and pylti1p3's state cookie are ``SameSite=None; Secure``, which is what a page inside
+the platform's iframe needs: the tool therefore answers over https, behind the course's TLS reverse proxy
+(docs/lms.md). Every change (an upload) carries the session's CSRF token; pages forbid every script and load
+(Content-Security-Policy) and may be framed only by the registered platforms."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, abort, redirect, render_template, request, session, url_for
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+
+from grader.discover import Submission
+from grader.files import write_bytes_atomic
+from grader.names import file_name
+from grader.record.result_json import result_from_json
+from grader.report import render_instructor_report, render_student_report
+from grader.serve.config import ServeConfig, session_secret
+from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, StoredLaunchData, ags_claim, role_of
+from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
+
+ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
+KINDS = {".py": "python", ".ipynb": "notebook"}
+KEPT_LAUNCHES = 20  # launch ids a browser's session holds (the latest); an older tab launches again
+PAGE_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'; base-uri 'none'; "
+            "form-action 'self'; frame-ancestors 'self' {frames}")
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'none'; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'self' {frames}")
+
+
+@dataclass
+class Tool:
+    """What the app's routes share: the configuration, the database, pylti1p3's view of the registrations, and
+    ``queued``, called when an upload is queued (the background's wake-up)."""
+
+    config: ServeConfig
+    store: ServeStore
+    conf: Any
+    queued: Callable[[], None] = lambda: None
+
+
+class Refused(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def upload_problem(name: str, data: bytes, limit: int) -> str:
+    """Why an upload is refused ("" when it is taken): a .py or .ipynb, within the size limit, text a grader can
+    read (a .py in UTF-8, a notebook a JSON object with cells)."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in KINDS:
+        shown = suffix or "no extension"
+        return f"hand in a .py file or a Jupyter notebook (.ipynb); this file has {shown}"
+    if not data:
+        return "the file is empty"
+    if len(data) > limit:
+        return f"the file is {len(data) / 2**20:.1f} MiB, more than the {limit / 2**20:.1f} MiB allowed"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the file is not text in UTF-8: save it from your editor or Jupyter as it is, and upload that"
+    if "\x00" in text:
+        return "the file holds NUL bytes: it is not a Python file or a notebook"
+    if suffix == ".ipynb":
+        try:
+            notebook = json.loads(text)
+        except ValueError:
+            return "this .ipynb is not a notebook (not JSON): download it again from Jupyter (File > Download)"
+        if not isinstance(notebook, dict) or not isinstance(notebook.get("cells", notebook.get("worksheets")), list):
+            return "this .ipynb is not a notebook (it has no cells): download it again from Jupyter (File > Download)"
+    return ""
+
+
+def create_app(tool: Tool) -> Flask:
+    from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
+
+    config, store = tool.config, tool.store
+    app = Flask(__name__)
+    app.secret_key = session_secret(config.data)
+    app.config.update(
+        MAX_CONTENT_LENGTH=config.max_upload_bytes + (64 << 10),  # the form's own fields beside the file
+        SESSION_COOKIE_NAME="grader_serve", SESSION_COOKIE_SAMESITE="None", SESSION_COOKIE_SECURE=True,
+        SESSION_COOKIE_HTTPONLY=True, PERMANENT_SESSION_LIFETIME=12 * 3600)
+    frames = " ".join(sorted({_origin(p.issuer) for p in config.platforms if "://" in p.issuer}
+                             | {_origin(p.auth_login_url) for p in config.platforms}))
+    storage = StoredLaunchData(store)
+
+    def lti_request() -> Any:
+        # Always secure: the tool is reached over https through the course's reverse proxy, and its cookies must be
+        # SameSite=None; Secure to reach it inside the platform's iframe.
+        return FlaskRequest(request_is_secure=True)
+
+    def the_launch(launch_id: str) -> Launch:
+        if launch_id not in session.get("launches", []):
+            abort(403, "this page belongs to another launch: open the assignment again from your course")
+        launch = store.launch(launch_id)
+        if launch is None:
+            abort(403, "this launch is unknown: open the assignment again from your course")
+        return launch
+
+    def csrf_token() -> str:
+        if "csrf" not in session:
+            session["csrf"] = secrets.token_urlsafe(32)
+        return session["csrf"]
+
+    @app.after_request
+    def headers(response: Response) -> Response:
+        response.headers.setdefault("Content-Security-Policy", PAGE_CSP.format(frames=frames))
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    @app.errorhandler(Refused)
+    def refused(error: Refused) -> tuple[str, int]:
+        return render_template("refused.html", message=error.message, status=error.status), error.status
+
+    @app.errorhandler(RequestEntityTooLarge)
+    def too_large(_error: RequestEntityTooLarge) -> tuple[str, int]:
+        message = f"the file is larger than the {config.max_upload_bytes / 2**20:.1f} MiB allowed"
+        return render_template("refused.html", message=message, status=413), 413
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> tuple[str, int]:
+        status = error.code or 500
+        return render_template("refused.html", message=error.description or error.name, status=status), status
+
+    @app.route("/lti/login", methods=["GET", "POST"])
+    def login() -> Any:
+        target = request.values.get("target_link_uri", "")
+        launches = {config.launch_url(name) for name in config.assignments}
+        if target not in launches:
+            raise Refused(400, "this login names no launch address of this tool (target_link_uri); the launch "
+                               f"addresses are {config.url}/lti/launch/<assignment>, see docs/lms.md")
+        try:
+            oidc = FlaskOIDCLogin(lti_request(), tool.conf, launch_data_storage=storage)
+            return oidc.redirect(target)
+        except Exception as exc:  # pylti1p3 says an unknown issuer or client with a plain Exception
+            raise Refused(400, f"login refused: {exc}") from exc
+
+    @app.post("/lti/launch/<assignment>")
+    def launch(assignment: str) -> Any:
+        if assignment not in config.assignments:
+            raise Refused(404, f"this tool offers no assignment {assignment!r}")
+        try:
+            message = FlaskMessageLaunch(lti_request(), tool.conf, launch_data_storage=storage)
+            body = message.get_launch_data()
+        except Exception as exc:  # pylti1p3's LtiException, and a plain Exception for an unknown issuer
+            raise Refused(403, f"launch refused: {exc}") from exc
+        if not store.use_nonce(body["nonce"]):
+            raise Refused(403, "launch refused: this launch was used already (its nonce is spent); open the "
+                               "assignment again from your course")
+        if body.get(TARGET) != config.launch_url(assignment):
+            raise Refused(403, "launch refused: the platform's launch names another address "
+                               f"({body.get(TARGET)!r}) than this one")
+        role = role_of(body.get(ROLES_CLAIM, []))
+        if role is None:
+            raise Refused(403, "this assignment is for the course's students and instructors; your role in the "
+                               "course has nothing to open here")
+        context = (body.get(CONTEXT) or {}).get("id", "")
+        held = Launch(id=secrets.token_urlsafe(24), issuer=body["iss"], client_id=message.get_client_id(),
+                      deployment_id=str(body.get(DEPLOYMENT, "")), context=str(context), sub=str(body["sub"]),
+                      name=str(body.get("name") or body.get("given_name") or ""), role=role, assignment=assignment,
+                      ags=ags_claim(body))
+        store.add_launch(held)
+        session["launches"] = [*session.get("launches", [])[-(KEPT_LAUNCHES - 1):], held.id]
+        session.permanent = True
+        return redirect(url_for("page", launch_id=held.id), code=303)
+
+    @app.get("/lti/jwks")
+    def jwks() -> Response:
+        return app.response_class(json.dumps(tool.conf.get_jwks()), mimetype="application/json")
+
+    @app.get("/lti/a/<launch_id>/")
+    def page(launch_id: str) -> str:
+        launch = the_launch(launch_id)
+        if launch.role == "instructor":
+            return instructor_page(launch)
+        uploads = store.uploads_of(launch.issuer, launch.context, launch.sub, launch.assignment)
+        rows = [{"upload": u, "position": store.queue_position(u) if u.status == QUEUED else None,
+                 "score": store.scores_of(u.id)} for u in uploads]
+        waiting = any(u.status in (QUEUED, GRADING) for u in uploads)
+        return render_template("student.html", launch=launch, rows=rows, waiting=waiting, csrf=csrf_token(),
+                               limit_mib=config.max_upload_bytes / 2**20, message=request.args.get("m", ""))
+
+    def instructor_page(launch: Launch) -> str:
+        uploads = store.uploads_for(launch.issuer, launch.context, launch.assignment)
+        names: dict[str, str] = {}
+        latest: dict[str, Upload] = {}
+        for upload in uploads:
+            latest[upload.sub] = upload
+            if upload.sub not in names:
+                owner = store.launch(upload.launch)
+                names[upload.sub] = owner.name if owner else ""
+        rows = [{"upload": u, "name": names.get(u.sub, ""), "score": store.scores_of(u.id),
+                 "count": sum(1 for v in uploads if v.sub == u.sub)}
+                for u in sorted(latest.values(), key=lambda u: (names.get(u.sub, ""), u.sub))]
+        return render_template("instructor.html", launch=launch, rows=rows, uploads=len(uploads))
+
+    @app.post("/lti/a/<launch_id>/upload")
+    def upload(launch_id: str) -> Any:
+        launch = the_launch(launch_id)
+        if not hmac.compare_digest(request.form.get("csrf", ""), session.get("csrf", "") or "-"):
+            raise Refused(403, "an upload must come from this tool's own page: reload it and upload again")
+        if launch.role != "learner":
+            raise Refused(403, "only a student's launch uploads a submission")
+        sent = request.files.get("file")
+        if sent is None or not sent.filename:
+            raise Refused(400, "choose a .py file or a notebook (.ipynb) to upload")
+        data = sent.stream.read(config.max_upload_bytes + 1)
+        problem = upload_problem(sent.filename, data, config.max_upload_bytes)
+        if problem:
+            raise Refused(400, f"not taken: {problem}")
+        suffix = Path(sent.filename).suffix.lower()
+        folder = Path("uploads") / launch.assignment / file_name(launch.sub)
+
+        def store_file(upload_id: int) -> str:
+            name = folder / f"{upload_id}{suffix}"  # the grader's own name: the uploaded one is only shown
+            write_bytes_atomic(config.data / name, data)
+            return name.as_posix()
+
+        store.add_upload(launch, kind=KINDS[suffix], size=len(data), uploaded_name=sent.filename[:200],
+                         file_for=store_file)
+        tool.queued()
+        return redirect(url_for("page", launch_id=launch.id, m="queued"), code=303)
+
+    @app.get("/lti/a/<launch_id>/report/<int:upload_id>")
+    def report(launch_id: str, upload_id: int) -> Response:
+        launch = the_launch(launch_id)
+        found = store.upload(upload_id)
+        course = (launch.issuer, launch.context, launch.assignment)
+        if found is None or (found.issuer, found.context, found.assignment) != course or (
+                launch.role != "instructor" and found.sub != launch.sub):
+            abort(404, "no such submission of yours")
+        if found.result_json is None:
+            abort(404, "this submission is not graded yet")
+        result = result_from_json(found.result_json)
+        title = f"{launch.assignment}: your report"
+        if launch.role == "instructor":
+            submission = Submission(student=found.sub, path=config.data / found.file, kind=found.kind,
+                                    submitted_at=_when(found.submitted_at))
+            html = render_instructor_report(result, title=f"{launch.assignment}: {found.sub}", submission=submission)
+        else:
+            html = render_student_report(result, title=title)
+        response = app.response_class(html, mimetype="text/html")
+        response.headers["Content-Security-Policy"] = REPORT_CSP.format(frames=frames)
+        return response
+
+    return app
+
+
+def _when(iso: str) -> Any:
+    from datetime import datetime
+
+    return datetime.fromisoformat(iso)
+
+
+__all__ = ["GRADING", "Tool", "create_app", "upload_problem"]

@@ -1,0 +1,231 @@
+"""The configuration of ``grader serve``: the tool's public address, its data folder, the assignments it offers and
+the platform registrations (one per issuer and client id), read from a TOML or JSON file; the tool's own RSA key
+pair, made once into private files if missing.
+
+A TOML example (every key is documented in docs/lms.md)::
+
+    url = "https://grader.example.edu"        # the tool's address as the platform and browsers reach it
+    data = "/srv/grader"                      # uploads, results, the serve database, the session secret
+    assignments = ["attention_scoring"]
+    private_key = "keys/tool.pem"             # made once (RSA 2048, mode 0600) when missing
+    public_key = "keys/tool.pub.pem"
+
+    [[platforms]]
+    issuer = "https://moodle.example.edu"
+    client_id = "aBcD1234"
+    deployment_ids = ["1"]
+    auth_login_url = "https://moodle.example.edu/mod/lti/auth.php"
+    auth_token_url = "https://moodle.example.edu/mod/lti/token.php"
+    key_set_url = "https://moodle.example.edu/mod/lti/certs.php"
+
+Relative paths are taken from the configuration file's folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from grader.check.load import available_assignments
+from grader.errors import ConfigurationError
+from grader.paths import SOLUTIONS_DIR
+
+PLATFORM_KEYS = ("issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "key_set_url")
+DEFAULT_MAX_UPLOAD = 8 << 20  # bytes: a notebook with its figures; far more than any .py
+
+
+@dataclass(frozen=True)
+class Platform:
+    """One registration of the tool in a course platform (what the platform's administrator was given and gave)."""
+
+    issuer: str
+    client_id: str
+    deployment_ids: tuple[str, ...]
+    auth_login_url: str
+    auth_token_url: str
+    key_set_url: str
+    auth_audience: str | None = None
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    url: str  # the tool's public base address, no trailing slash
+    data: Path
+    assignments: tuple[str, ...]
+    platforms: tuple[Platform, ...]
+    private_key: Path
+    public_key: Path
+    solutions: Path = SOLUTIONS_DIR
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD
+    graders: int = 1  # grading threads, each with its own warm sandboxed worker per assignment
+    sandbox: str = "require"
+    # The reverse proxy in front (its address as waitress sees it): waitress then takes the client's scheme and
+    # address from its X-Forwarded-* headers. Empty: none trusted.
+    trusted_proxy: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def launch_url(self, assignment: str) -> str:
+        return f"{self.url}/lti/launch/{assignment}"
+
+    @property
+    def login_url(self) -> str:
+        return f"{self.url}/lti/login"
+
+    @property
+    def jwks_url(self) -> str:
+        return f"{self.url}/lti/jwks"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the configuration {path}: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"{path} is not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {exc}") from exc
+
+
+def _text(raw: dict[str, Any], key: str, where: str) -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigurationError(f"{where}: `{key}` is missing or not a text")
+    return value.strip()
+
+
+def _address(raw: dict[str, Any], key: str, where: str) -> str:
+    value = _text(raw, key, where)
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigurationError(f"{where}: `{key}` = {value!r} is not an http(s) address")
+    return value
+
+
+def _platform(raw: Any, where: str) -> Platform:
+    if not isinstance(raw, dict):
+        raise ConfigurationError(f"{where}: a platform is a table of {', '.join(PLATFORM_KEYS)}")
+    deployments = raw.get("deployment_ids")
+    if not isinstance(deployments, list) or not deployments or not all(isinstance(d, str) and d for d in deployments):
+        raise ConfigurationError(f"{where}: `deployment_ids` must list the platform's deployment ids (texts)")
+    audience = raw.get("auth_audience")
+    return Platform(issuer=_text(raw, "issuer", where), client_id=_text(raw, "client_id", where),
+                    deployment_ids=tuple(deployments),
+                    auth_login_url=_address(raw, "auth_login_url", where),
+                    auth_token_url=_address(raw, "auth_token_url", where),
+                    key_set_url=_address(raw, "key_set_url", where),
+                    auth_audience=audience if isinstance(audience, str) and audience else None)
+
+
+def load_config(path: Path) -> ServeConfig:
+    """The configuration at ``path``, checked whole (every fault named with its key), keys made if missing."""
+    raw = _read(path)
+    base = path.resolve().parent
+    where = str(path)
+    url = _address(raw, "url", where).rstrip("/")
+    if urlsplit(url).scheme != "https" and urlsplit(url).hostname not in ("127.0.0.1", "localhost", "::1"):
+        raise ConfigurationError(f"{where}: `url` must be https (the platform frames the tool and its cookies are "
+                                 "Secure): put the tool behind the course's TLS reverse proxy (docs/lms.md)")
+    platforms = raw.get("platforms")
+    if not isinstance(platforms, list) or not platforms:
+        raise ConfigurationError(f"{where}: no [[platforms]]: register the tool in the course platform and copy "
+                                 "its issuer, client id, deployment id and addresses here (docs/lms.md)")
+    solutions = (base / raw["solutions"]) if isinstance(raw.get("solutions"), str) else SOLUTIONS_DIR
+    offered = raw.get("assignments")
+    known = available_assignments(solutions)
+    if not isinstance(offered, list) or not offered:
+        raise ConfigurationError(f"{where}: `assignments` must list the assignments offered (of {', '.join(known)})")
+    for name in offered:
+        if name not in known:
+            raise ConfigurationError(f"{where}: no assignment {name!r} in {solutions} (there are {', '.join(known)})")
+    seen = set()
+    for index, platform in enumerate(parsed := [_platform(p, f"{where}, platforms[{index}]")
+                                               for index, p in enumerate(platforms)]):
+        key = (platform.issuer, platform.client_id)
+        if key in seen:
+            raise ConfigurationError(f"{where}, platforms[{index}]: issuer and client id registered twice")
+        seen.add(key)
+    graders = raw.get("graders", 1)
+    max_upload = raw.get("max_upload_bytes", DEFAULT_MAX_UPLOAD)
+    if not isinstance(graders, int) or not 1 <= graders <= 64:
+        raise ConfigurationError(f"{where}: `graders` must be a whole number from 1 to 64")
+    if not isinstance(max_upload, int) or not 1 <= max_upload <= 256 << 20:
+        raise ConfigurationError(f"{where}: `max_upload_bytes` must be a whole number of bytes up to 256 MiB")
+    config = ServeConfig(
+        url=url, data=base / raw.get("data", "serve-data"), assignments=tuple(offered), platforms=tuple(parsed),
+        private_key=base / raw.get("private_key", "keys/tool.pem"),
+        public_key=base / raw.get("public_key", "keys/tool.pub.pem"), solutions=solutions,
+        max_upload_bytes=max_upload, graders=graders, sandbox=str(raw.get("sandbox", "require")),
+        trusted_proxy=str(raw.get("trusted_proxy", "")))
+    ensure_key_pair(config.private_key, config.public_key)
+    return config
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """``data`` into a new file only its owner can read (created with mode 0600, never widened)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+
+
+def ensure_key_pair(private: Path, public: Path) -> bool:
+    """The tool's RSA 2048 key pair at ``private`` (mode 0600) and ``public``, made once; True when made now. A
+    private key readable by others is refused: whoever reads it can sign as the tool."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    if private.exists():
+        if private.stat().st_mode & 0o077:
+            raise ConfigurationError(f"{private} can be read by others: the tool's private key must be private "
+                                     f"(chmod 600 {private})")
+        if not public.exists():
+            key = serialization.load_pem_private_key(private.read_bytes(), password=None)
+            public.parent.mkdir(parents=True, exist_ok=True)
+            public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                             serialization.PublicFormat.SubjectPublicKeyInfo))
+        return False
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    _write_private(private, key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                              serialization.NoEncryption()))
+    public.parent.mkdir(parents=True, exist_ok=True)
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    return True
+
+
+def session_secret(data: Path) -> bytes:
+    """The key that signs the tool's session cookies, made once (256 random bits, mode 0600) in the data folder, so a
+    restart keeps everyone's sessions."""
+    path = data / "session-secret"
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):  # another start made it first
+            _write_private(path, secrets.token_bytes(32))
+    return path.read_bytes()
+
+
+def tool_conf(config: ServeConfig) -> Any:
+    """pylti1p3's view of the registrations (ToolConfDict), with the tool's key pair for each."""
+    from pylti1p3.tool_config import ToolConfDict
+
+    settings: dict[str, list[dict[str, Any]]] = {}
+    for platform in config.platforms:
+        settings.setdefault(platform.issuer, []).append({
+            "default": not settings.get(platform.issuer), "client_id": platform.client_id,
+            "auth_login_url": platform.auth_login_url, "auth_token_url": platform.auth_token_url,
+            "auth_audience": platform.auth_audience, "key_set_url": platform.key_set_url, "key_set": None,
+            "deployment_ids": list(platform.deployment_ids)})
+    conf = ToolConfDict(settings)
+    private = config.private_key.read_text(encoding="utf-8")
+    public = config.public_key.read_text(encoding="utf-8")
+    for platform in config.platforms:
+        conf.set_private_key(platform.issuer, private, client_id=platform.client_id)
+        conf.set_public_key(platform.issuer, public, client_id=platform.client_id)
+    return conf

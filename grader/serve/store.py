@@ -1,0 +1,320 @@
+"""What ``grader serve`` keeps, in one SQLite file beside the gradebook (``DATA/serve.sqlite``): the launches, every
+upload with its place in the queue and its result, the scores to send to the platform with what it answered, and
+the OIDC state and nonces of logins under way (pylti1p3's launch data, kept here rather than in a cookie).
+
+Each change is one transaction (the gradebook's ``write_transaction``), so a crash or a restart loses nothing
+committed: an upload being graded when the tool stopped is queued again at the next start, and a score not yet
+accepted by the platform is sent again."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from grader.errors import ConfigurationError
+from grader.record.gradebook import BUSY_TIMEOUT_S, check_readable, damaged, is_damage, write_transaction
+
+SCHEMA_VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS lti_values (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    expires REAL
+);
+CREATE TABLE IF NOT EXISTS used_nonces (
+    nonce TEXT PRIMARY KEY,
+    used REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS launches (
+    id TEXT PRIMARY KEY,
+    issuer TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    deployment_id TEXT NOT NULL,
+    context TEXT NOT NULL,
+    sub TEXT NOT NULL,
+    name TEXT NOT NULL,
+    role TEXT NOT NULL,
+    assignment TEXT NOT NULL,
+    ags TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS uploads (
+    id INTEGER PRIMARY KEY,
+    launch TEXT NOT NULL REFERENCES launches(id),
+    issuer TEXT NOT NULL,
+    context TEXT NOT NULL,
+    sub TEXT NOT NULL,
+    assignment TEXT NOT NULL,
+    file TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    uploaded_name TEXT NOT NULL,
+    submitted_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    status_reason TEXT NOT NULL DEFAULT '',
+    score REAL,
+    max_score REAL,
+    graded_at TEXT,
+    result_json TEXT
+);
+CREATE INDEX IF NOT EXISTS uploads_queue ON uploads (status, id);
+CREATE INDEX IF NOT EXISTS uploads_owner ON uploads (issuer, context, sub, assignment);
+CREATE TABLE IF NOT EXISTS scores (
+    id INTEGER PRIMARY KEY,
+    upload INTEGER NOT NULL UNIQUE REFERENCES uploads(id),
+    issuer TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    ags TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_try REAL NOT NULL,
+    last_tried TEXT,
+    http_status INTEGER,
+    answer TEXT NOT NULL DEFAULT '',
+    accepted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS scores_due ON scores (status, next_try);
+"""
+
+QUEUED, GRADING, GRADED, FAILED = "queued", "grading", "graded", "failed"
+PENDING, ACCEPTED, HELD = "pending", "accepted", "held"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Launch:
+    id: str
+    issuer: str
+    client_id: str
+    deployment_id: str
+    context: str
+    sub: str
+    name: str
+    role: str  # "learner" or "instructor"
+    assignment: str
+    ags: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Upload:
+    id: int
+    launch: str
+    issuer: str
+    context: str
+    sub: str
+    assignment: str
+    file: str
+    kind: str
+    size: int
+    uploaded_name: str
+    submitted_at: str
+    status: str
+    status_reason: str
+    score: float | None
+    max_score: float | None
+    graded_at: str | None
+    result_json: str | None
+
+
+@dataclass(frozen=True)
+class Score:
+    id: int
+    upload: int
+    issuer: str
+    client_id: str
+    ags: dict[str, Any]
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    next_try: float
+    last_tried: str | None
+    http_status: int | None
+    answer: str
+    accepted_at: str | None
+
+
+class ServeStore:
+    """The serve database; every method may be called from any thread (one connection, one lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                                          check_same_thread=False)
+        try:
+            self.connection.execute("PRAGMA journal_mode = WAL")
+            self.connection.execute("PRAGMA foreign_keys = ON")
+            check_readable(self.connection, path)
+            with self.transaction() as db:
+                (version,) = db.execute("PRAGMA user_version").fetchone()
+                if version > SCHEMA_VERSION:
+                    raise ConfigurationError(f"{path} has schema version {version}, newer than this grader's")
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException as exc:
+            self.connection.close()
+            if is_damage(exc):
+                raise damaged(path, exc) from exc
+            raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, write_transaction(self.connection, self.path) as db:
+            yield db
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self.connection.execute(sql, args).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self.connection.close()
+
+    # pylti1p3's launch data: the OIDC state and nonce between login and launch (lti.py)
+    def put_value(self, key: str, value: Any, lifetime_s: float | None) -> None:
+        expires = time.time() + lifetime_s if lifetime_s else None
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO lti_values (key, value, expires) VALUES (?, ?, ?)",
+                       (key, json.dumps(value), expires))
+            db.execute("DELETE FROM lti_values WHERE expires IS NOT NULL AND expires < ?", (time.time(),))
+
+    def get_value(self, key: str) -> Any:
+        rows = self._read("SELECT value FROM lti_values WHERE key = ? AND (expires IS NULL OR expires >= ?)",
+                          (key, time.time()))
+        return json.loads(rows[0][0]) if rows else None
+
+    def use_nonce(self, nonce: str) -> bool:
+        """True the first time ``nonce`` is used, False ever after: a launch's id_token is taken once."""
+        with self.transaction() as db:
+            done = db.execute("INSERT OR IGNORE INTO used_nonces (nonce, used) VALUES (?, ?)", (nonce, time.time()))
+            return done.rowcount == 1
+
+    # launches
+    def add_launch(self, launch: Launch) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO launches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (launch.id, launch.issuer, launch.client_id, launch.deployment_id, launch.context, launch.sub,
+                        launch.name, launch.role, launch.assignment, json.dumps(launch.ags), now_iso()))
+
+    def launch(self, launch_id: str) -> Launch | None:
+        rows = self._read("SELECT id, issuer, client_id, deployment_id, context, sub, name, role, assignment, ags "
+                          "FROM launches WHERE id = ?", (launch_id,))
+        if not rows:
+            return None
+        *fields, ags = rows[0]
+        return Launch(*fields, ags=json.loads(ags))
+
+    # uploads: the queue
+    def add_upload(self, launch: Launch, *, kind: str, size: int, uploaded_name: str, file_for: Any) -> Upload:
+        """A new upload, queued; ``file_for(id)`` stores its bytes under the grader's own name and returns that name
+        (relative to the data folder), inside the transaction: the row exists only with its file."""
+        with self.transaction() as db:
+            (upload_id,) = db.execute(
+                """INSERT INTO uploads (launch, issuer, context, sub, assignment, file, kind, size, uploaded_name,
+                                        submitted_at, status) VALUES (?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?) RETURNING id""",
+                (launch.id, launch.issuer, launch.context, launch.sub, launch.assignment, kind, size, uploaded_name,
+                 now_iso(), QUEUED)).fetchone()
+            db.execute("UPDATE uploads SET file = ? WHERE id = ?", (file_for(upload_id), upload_id))
+        found = self.upload(upload_id)
+        assert found is not None
+        return found
+
+    def upload(self, upload_id: int) -> Upload | None:
+        rows = self._read("SELECT * FROM uploads WHERE id = ?", (upload_id,))
+        return Upload(*rows[0]) if rows else None
+
+    def uploads_of(self, issuer: str, context: str, sub: str, assignment: str) -> list[Upload]:
+        return [Upload(*row) for row in self._read(
+            "SELECT * FROM uploads WHERE issuer = ? AND context = ? AND sub = ? AND assignment = ? ORDER BY id DESC",
+            (issuer, context, sub, assignment))]
+
+    def uploads_for(self, issuer: str, context: str, assignment: str) -> list[Upload]:
+        return [Upload(*row) for row in self._read(
+            "SELECT * FROM uploads WHERE issuer = ? AND context = ? AND assignment = ? ORDER BY id",
+            (issuer, context, assignment))]
+
+    def queue_position(self, upload: Upload) -> int:
+        """How many uploads are graded before this one (0: being graded or next)."""
+        (ahead,) = self._read("SELECT COUNT(*) FROM uploads WHERE status IN (?, ?) AND id < ?",
+                              (QUEUED, GRADING, upload.id))[0]
+        return ahead
+
+    def requeue_interrupted(self) -> int:
+        """Uploads left being graded by a stop: queued again (at the next start)."""
+        with self.transaction() as db:
+            return db.execute("UPDATE uploads SET status = ? WHERE status = ?", (QUEUED, GRADING)).rowcount
+
+    def take_next(self) -> Upload | None:
+        """The oldest queued upload whose student has none being graded (a student's uploads in order), marked as
+        being graded; None when there is none."""
+        with self.transaction() as db:
+            row = db.execute(
+                """SELECT id FROM uploads AS u WHERE status = ? AND NOT EXISTS (
+                       SELECT 1 FROM uploads AS v WHERE v.issuer = u.issuer AND v.context = u.context
+                       AND v.sub = u.sub AND v.assignment = u.assignment AND v.id < u.id AND v.status IN (?, ?))
+                   ORDER BY id LIMIT 1""", (QUEUED, QUEUED, GRADING)).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE uploads SET status = ? WHERE id = ?", (GRADING, row[0]))
+        return self.upload(row[0])
+
+    def finish(self, upload: Upload, *, status: str, reason: str, score: float | None, max_score: float | None,
+               result_json: str | None, score_to_send: tuple[Launch, dict[str, Any]] | None) -> None:
+        """An upload graded: its result, and the score to send (if any) queued in the same transaction."""
+        with self.transaction() as db:
+            db.execute("UPDATE uploads SET status = ?, status_reason = ?, score = ?, max_score = ?, graded_at = ?, "
+                       "result_json = ? WHERE id = ?",
+                       (status, reason, score, max_score, now_iso(), result_json, upload.id))
+            if score_to_send is not None:
+                launch, payload = score_to_send
+                db.execute("INSERT OR REPLACE INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (upload.id, launch.issuer, launch.client_id, json.dumps(launch.ags), json.dumps(payload),
+                            PENDING, time.time()))
+
+    # scores: the outbox to the platform
+    def due_scores(self, limit: int = 20) -> list[Score]:
+        return [self._score(row) for row in self._read(
+            "SELECT * FROM scores WHERE status = ? AND next_try <= ? ORDER BY next_try, id LIMIT ?",
+            (PENDING, time.time(), limit))]
+
+    def next_score_due(self) -> float | None:
+        (when,) = self._read("SELECT MIN(next_try) FROM scores WHERE status = ?", (PENDING,))[0]
+        return when
+
+    def scores_of(self, upload_id: int) -> Score | None:
+        rows = self._read("SELECT * FROM scores WHERE upload = ?", (upload_id,))
+        return self._score(rows[0]) if rows else None
+
+    def all_scores(self) -> list[Score]:
+        return [self._score(row) for row in self._read("SELECT * FROM scores ORDER BY id")]
+
+    @staticmethod
+    def _score(row: tuple[Any, ...]) -> Score:
+        (id_, upload, issuer, client_id, ags, payload, status, attempts, next_try, last_tried, http_status, answer,
+         accepted_at) = row
+        return Score(id_, upload, issuer, client_id, json.loads(ags), json.loads(payload), status, attempts,
+                     next_try, last_tried, http_status, answer, accepted_at)
+
+    def score_tried(self, score: Score, *, accepted: bool, http_status: int | None, answer: str,
+                    retry_in_s: float) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE scores SET status = ?, attempts = attempts + 1, last_tried = ?, http_status = ?, "
+                       "answer = ?, next_try = ?, accepted_at = ? WHERE id = ?",
+                       (ACCEPTED if accepted else PENDING, now_iso(), http_status, answer[:2000],
+                        time.time() + retry_in_s, now_iso() if accepted else None, score.id))

@@ -1,0 +1,153 @@
+"""The background work of ``grader serve``: grading threads that take uploads from the queue (a student's uploads in
+the order they came, ServeStore.take_next) and grade each with the grader's own code, in a warm sandboxed worker per
+thread and assignment; and the score sender, which posts each final score to the platform with AGS and tries again,
+waiting longer each time up to a bound, until the platform accepts it.
+
+Both read their work from the serve database, so a restart resumes: uploads left being graded are queued again, and
+scores not yet accepted are sent again."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from grader.check.load import load_assignment
+from grader.check.spec import Assignment
+from grader.discover import Submission
+from grader.execute import isolation
+from grader.execute.workers import Worker
+from grader.pipeline import grade_submission
+from grader.pipeline.submission_run import grader_failed_result
+from grader.record.gradebook import Gradebook
+from grader.record.result_json import result_to_json
+from grader.results import INTERNAL, SubmissionResult
+from grader.serve.config import ServeConfig
+from grader.serve.lti import send_score
+from grader.serve.store import FAILED, GRADED, Launch, Score, ServeStore, Upload
+
+FIRST_RETRY_S = 2.0
+LONGEST_WAIT_S = 300.0  # the bound of the backoff: a platform down for hours is tried every five minutes
+IDLE_POLL_S = 1.0
+
+
+def retry_delay(attempts: int) -> float:
+    """How long to wait after the ``attempts``-th refused try: doubling from 2 s, never more than 5 minutes."""
+    return min(FIRST_RETRY_S * 2 ** max(attempts - 1, 0), LONGEST_WAIT_S)
+
+
+def score_payload(launch: Launch, result: SubmissionResult, graded_at: str) -> dict[str, Any]:
+    """What AGS is sent for a graded upload: the final score (activity Completed, grading FullyGraded)."""
+    return {"userId": launch.sub, "scoreGiven": round(result.score, 4), "scoreMaximum": round(result.max_score, 4),
+            "activityProgress": "Completed", "gradingProgress": "FullyGraded",
+            "timestamp": graded_at, "comment": f"{result.score:g}/{result.max_score:g} from the grader",
+            "assignment": launch.assignment}
+
+
+class Background:
+    """The grading threads and the score sender; ``start`` them, ``stop`` to end (each finishes what it holds)."""
+
+    def __init__(self, config: ServeConfig, store: ServeStore, conf: Any, *,
+                 on_graded: Callable[[Upload], None] | None = None) -> None:
+        self.config = config
+        self.store = store
+        self.conf = conf
+        self.stopping = threading.Event()
+        self.work = threading.Condition()
+        self.threads: list[threading.Thread] = []
+        self.assignments: dict[str, Assignment] = {n: load_assignment(n, solutions_dir=config.solutions)
+                                                   for n in config.assignments}
+        self.sandbox = isolation.detect(config.sandbox)
+        self.gradebook_lock = threading.Lock()
+        self.on_graded = on_graded
+
+    @property
+    def data(self) -> Path:
+        return self.config.data
+
+    def start(self) -> None:
+        requeued = self.store.requeue_interrupted()
+        if requeued:
+            print(f"{requeued} upload(s) left being graded by the last stop: queued again", flush=True)
+        for index in range(self.config.graders):
+            self.threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{index}", daemon=True))
+        self.threads.append(threading.Thread(target=self._send_loop, name="score-sender", daemon=True))
+        for thread in self.threads:
+            thread.start()
+
+    def wake(self) -> None:
+        """A new upload or score: the threads look at once instead of at their next poll."""
+        with self.work:
+            self.work.notify_all()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.stopping.set()
+        self.wake()
+        for thread in self.threads:
+            thread.join(timeout)
+
+    def _wait(self, seconds: float) -> None:
+        with self.work:
+            if not self.stopping.is_set():
+                self.work.wait(seconds)
+
+    # ----- grading ------------------------------------------------------------------------------------------------
+    def _grade_loop(self) -> None:
+        workers: dict[str, Worker] = {}
+        try:
+            while not self.stopping.is_set():
+                upload = self.store.take_next()
+                if upload is None:
+                    self._wait(IDLE_POLL_S)
+                    continue
+                self.grade(upload, workers)
+        finally:
+            for worker in workers.values():
+                worker.close()
+
+    def grade(self, upload: Upload, workers: dict[str, Worker]) -> None:
+        assignment = self.assignments[upload.assignment]
+        launch = self.store.launch(upload.launch)
+        assert launch is not None
+        path = self.data / upload.file
+        submission = Submission(student=upload.sub, path=path, kind=upload.kind,
+                                submitted_at=datetime.fromisoformat(upload.submitted_at))
+        try:
+            worker = workers.get(assignment.name)
+            if worker is None:
+                worker = workers[assignment.name] = Worker(sandbox=self.sandbox, device="cpu",
+                                                           limits=assignment.limits, training=assignment.trains)
+            result = grade_submission(submission=submission, assignment=assignment, root=path.parent, worker=worker)
+        except Exception:
+            result = grader_failed_result(submission, assignment, path.parent, detail=traceback.format_exc())
+        graded_at = datetime.now(UTC).isoformat(timespec="seconds")
+        failed = result.status == INTERNAL
+        # A score the grader failed on is not the student's: kept for the instructor, never sent.
+        to_send = None if failed else (launch, score_payload(launch, result, graded_at))
+        self.store.finish(upload, status=FAILED if failed else GRADED, reason=result.reason,
+                          score=result.score, max_score=result.max_score, result_json=result_to_json(result),
+                          score_to_send=to_send)
+        with self.gradebook_lock, Gradebook(self.data / "gradebook.sqlite") as gradebook:
+            gradebook.record(result)
+        self.wake()
+        if self.on_graded is not None:
+            self.on_graded(upload)
+
+    # ----- scores -------------------------------------------------------------------------------------------------
+    def _send_loop(self) -> None:
+        while not self.stopping.is_set():
+            for score in self.store.due_scores():
+                if self.stopping.is_set():
+                    return
+                self.send(score)
+            due = self.store.next_score_due()
+            wait = IDLE_POLL_S if due is None else max(0.05, min(IDLE_POLL_S, due - datetime.now(UTC).timestamp()))
+            self._wait(wait)
+
+    def send(self, score: Score) -> None:
+        accepted, status, answer = send_score(self.conf, score.issuer, score.client_id, score.ags, score.payload)
+        self.store.score_tried(score, accepted=accepted, http_status=status, answer=answer,
+                               retry_in_s=0 if accepted else retry_delay(score.attempts + 1))

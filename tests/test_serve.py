@@ -1,0 +1,305 @@
+"""``grader serve`` as an LTI 1.3 tool, against a real platform implementation by others (lti1p3platform, served by
+tests/lti_platform.py): a student's launch (OIDC login, the platform's signed id_token), an upload graded by the
+grader's own code, the score received by the platform's AGS endpoint; an instructor's launch; forged, expired and
+replayed launches refused; uploads refused by type and size; a student's pages closed to another.
+
+Everything talks over 127.0.0.1, and every wait is a bounded loop."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import socket
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+import requests
+
+from grader.check.load import load_assignment
+from grader.discover import Submission
+from grader.pipeline import grade_submission
+from grader.serve import worker
+from grader.serve.config import ServeConfig, load_config
+from grader.serve.server import Service, serve_tool
+
+from .conftest import SAMPLES
+from .lti_platform import CLIENT_ID, DEPLOYMENT_ID, INSTRUCTOR, LEARNER, CoursePlatform, start_platform
+
+ASSIGNMENT = "attention_scoring"
+GRADED_WITHIN_S = 120.0
+
+
+class LoopbackIsSecure(http.cookiejar.DefaultCookiePolicy):
+    """What Chromium does: http://127.0.0.1 is a secure context, so a Secure cookie set by a loopback server is sent
+    back to it. Python's cookie jar would keep it for https only."""
+
+    def return_ok_secure(self, cookie: http.cookiejar.Cookie, request: object) -> bool:
+        host = urlsplit(request.get_full_url()).hostname  # type: ignore[attr-defined]
+        return host in ("127.0.0.1", "localhost") or super().return_ok_secure(cookie, request)  # type: ignore[arg-type]
+
+
+class Browser(requests.Session):
+    """A requests session that keeps cookies as Chromium does on loopback (requests builds each request's cookie
+    jar afresh, without the session jar's policy: the jar with the policy is put back here)."""
+
+    def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
+        prepared = super().prepare_request(request)
+        jar = self.cookies.copy()  # the copy keeps the policy
+        prepared._cookies = jar  # type: ignore[attr-defined]  # what a redirect's next request reads and adds to
+        prepared.headers.pop("Cookie", None)
+        prepared.prepare_cookies(jar)
+        return prepared
+
+
+def browser() -> requests.Session:
+    session = Browser()
+    session.cookies.set_policy(LoopbackIsSecure())
+    session.max_redirects = 10
+    return session
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Course:
+    platform: CoursePlatform
+    service: Service
+    config: ServeConfig
+    config_path: Path
+    tool_url: str
+
+
+def write_config(folder: Path, platform: CoursePlatform, tool_url: str) -> Path:
+    path = folder / "serve.toml"
+    path.write_text(f"""\
+url = "{tool_url}"
+data = "data"
+assignments = ["{ASSIGNMENT}"]
+private_key = "keys/tool.pem"
+public_key = "keys/tool.pub.pem"
+
+[[platforms]]
+issuer = "{platform.url}"
+client_id = "{CLIENT_ID}"
+deployment_ids = ["{DEPLOYMENT_ID}"]
+auth_login_url = "{platform.url}/auth"
+auth_token_url = "{platform.url}/token"
+key_set_url = "{platform.url}/jwks"
+""", encoding="utf-8")
+    return path
+
+
+def start_tool(config_path: Path, port: int) -> Service:
+    service = serve_tool(load_config(config_path), host="127.0.0.1", port=port)
+    threading.Thread(target=service.run, name="grader-serve", daemon=True).start()
+    return service
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Course]:
+    folder = tmp_path_factory.mktemp("serve")
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url)
+    platform.users = {
+        "stu-1": {"sub": "stu-1", "role": LEARNER, "name": "Ada Student"},
+        "stu-2": {"sub": "stu-2", "role": LEARNER, "name": "Bo Student"},
+        "stu-3": {"sub": "stu-3", "role": LEARNER, "name": "Cy Student"},
+        "prof": {"sub": "prof", "role": INSTRUCTOR, "name": "Dr Prof"},
+    }
+    config_path = write_config(folder, platform, tool_url)
+    service = start_tool(config_path, port)
+    yield Course(platform, service, load_config(config_path), config_path, tool_url)
+    service.close()
+    platform.close()
+
+
+def launch_form(course: Course, session: requests.Session, user: str, mode: str = "ok") -> dict[str, str]:
+    """The user's click in the course: the platform starts the OIDC login at the tool, the tool sends the browser
+    back to the platform's auth endpoint, which answers with the launch form (id_token, state, launch address)."""
+    answer = session.get(course.platform.start_url(user, ASSIGNMENT, mode), timeout=30)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def launch(course: Course, session: requests.Session, user: str) -> requests.Response:
+    form = launch_form(course, session, user)
+    page = session.post(form["launch_url"], data={"id_token": form["id_token"], "state": form["state"]}, timeout=30)
+    assert page.status_code == 200, page.text
+    return page
+
+
+def upload(session: requests.Session, page: requests.Response, name: str, data: bytes) -> requests.Response:
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    action = re.search(r'<form class="upload" method="post" enctype="multipart/form-data" action="([^"]+)"',
+                       page.text).group(1)
+    return session.post(urljoin(page.url, action), data={"csrf": csrf}, files={"file": (name, data)}, timeout=30)
+
+
+def wait_for(what: str, done: object, seconds: float = GRADED_WITHIN_S) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if done():  # type: ignore[operator]
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {seconds:.0f} s")
+
+
+def graders_score(path: Path, student: str) -> tuple[float, float]:
+    assignment = load_assignment(ASSIGNMENT)
+    result = grade_submission(submission=Submission(student, path, "python", datetime.now(UTC)),
+                              assignment=assignment, root=path.parent)
+    return result.score, result.max_score
+
+
+def test_the_tool_makes_its_key_pair_once_and_keeps_it_private(course: Course) -> None:
+    private = course.config.private_key
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    made = private.read_bytes()
+    load_config(course.config_path)
+    assert private.read_bytes() == made
+    jwks = requests.get(f"{course.tool_url}/lti/jwks", timeout=10).json()
+    assert len(jwks["keys"]) == 1 and jwks["keys"][0]["kty"] == "RSA" and "d" not in jwks["keys"][0]
+
+
+def test_a_student_launches_uploads_and_the_platform_receives_the_graders_score(course: Course) -> None:
+    session = browser()
+    page = launch(course, session, "stu-1")
+    assert "Your submissions" in page.text and "Hand in" in page.text
+    for cookie in session.cookies:  # what the platform's iframe needs
+        assert cookie.secure and cookie.get_nonstandard_attr("SameSite") == "None", cookie.name
+    sample = SAMPLES / "einsum_style.py"
+    taken = upload(session, page, "my attention.py", sample.read_bytes())
+    assert taken.status_code == 200 and 'id="taken"' in taken.text
+    wait_for("the platform receives a score", lambda: course.platform.scores_for("stu-1"))
+    (sent,) = course.platform.scores_for("stu-1")
+    score, maximum = graders_score(sample, "stu-1")
+    assert (sent["scoreGiven"], sent["scoreMaximum"]) == (score, maximum)
+    assert sent["activityProgress"] == "Completed" and sent["gradingProgress"] == "FullyGraded"
+    assert sent["lineitem"] == ASSIGNMENT
+    # The student's page shows the upload graded and links the student's own report: the grader's report.
+    page = session.get(page.url, timeout=30)
+    assert 'data-status="graded"' in page.text
+    report_link = re.search(r'href="([^"]+/report/\d+)" class="score"', page.text).group(1)
+    report = session.get(urljoin(page.url, report_link), timeout=30)
+    assert report.status_code == 200 and f"{score:g}" in report.text
+    # What was sent, when, and the platform's answer are kept.
+    (kept,) = [s for s in course.service.store.all_scores() if s.payload["userId"] == "stu-1"]
+    assert kept.status == "accepted" and kept.http_status == 200 and kept.accepted_at
+    # The upload is stored under the grader's own name, never the uploaded one.
+    stored = list((course.config.data / "uploads" / ASSIGNMENT).rglob("*.py"))
+    assert stored and all(p.name[0].isdigit() and " " not in p.name for p in stored)
+
+
+def test_another_student_cannot_see_a_students_report(course: Course) -> None:
+    owner = browser()
+    page = launch(course, owner, "stu-3")
+    upload(owner, page, "mine.py", (SAMPLES / "mistake_softmax_axis.py").read_bytes())
+    wait_for("stu-3 graded", lambda: 'data-status="graded"' in owner.get(page.url, timeout=30).text)
+    report_path = re.search(r'href="([^"]+/report/(\d+))" class="score"', owner.get(page.url, timeout=30).text)
+    other = browser()
+    other_page = launch(course, other, "stu-2")
+    # With the owner's page address but without the owner's session: refused.
+    assert other.get(urljoin(page.url, report_path.group(1)), timeout=30).status_code == 403
+    # With their own launch and the owner's upload number: not theirs.
+    own_launch = other_page.url.rstrip("/")
+    assert other.get(f"{own_launch}/report/{report_path.group(2)}", timeout=30).status_code == 404
+
+
+def test_an_instructor_launch_reaches_the_instructor_page(course: Course) -> None:
+    session = browser()
+    student = launch(course, session, "stu-2")
+    upload(session, student, "two.py", (SAMPLES / "einsum_style.py").read_bytes())
+    wait_for("stu-2 graded", lambda: course.platform.scores_for("stu-2"))
+    teacher = browser()
+    page = launch(course, teacher, "prof")
+    assert "submissions" in page.text and 'id="submissions"' in page.text
+    assert 'data-sub="stu-2"' in page.text and "Bo Student" in page.text
+    assert "Hand in" not in page.text  # no upload for an instructor
+    report = re.search(r'<tr data-sub="stu-2">.*?href="([^"]+)"', page.text, re.S).group(1)
+    assert teacher.get(urljoin(page.url, report), timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize("mode", ["forged", "expired"])
+def test_a_forged_or_expired_launch_is_refused(course: Course, mode: str) -> None:
+    session = browser()
+    form = launch_form(course, session, "stu-1", mode)
+    answer = session.post(form["launch_url"], data={"id_token": form["id_token"], "state": form["state"]},
+                          timeout=30, allow_redirects=False)
+    assert answer.status_code == 403 and "launch refused" in answer.text
+    said = {"forged": "Signature verification failed", "expired": "Signature has expired"}[mode]
+    assert said in answer.text
+    assert "grader_serve" not in session.cookies  # no session was given
+
+
+def test_a_replayed_launch_is_refused(course: Course) -> None:
+    session = browser()
+    form = launch_form(course, session, "stu-1")
+    posted = {"id_token": form["id_token"], "state": form["state"]}
+    first = session.post(form["launch_url"], data=posted, timeout=30)
+    assert first.status_code == 200
+    again = session.post(form["launch_url"], data=posted, timeout=30, allow_redirects=False)
+    assert again.status_code == 403 and "used already" in again.text
+
+
+def test_an_upload_of_the_wrong_type_or_size_is_refused_clearly(course: Course) -> None:
+    session = browser()
+    page = launch(course, session, "stu-2")
+    wrong = upload(session, page, "answers.txt", b"print(1)\n")
+    assert wrong.status_code == 400 and "hand in a .py file or a Jupyter notebook" in wrong.text
+    not_notebook = upload(session, page, "nb.ipynb", b"print(1)\n")
+    assert not_notebook.status_code == 400 and "not a notebook" in not_notebook.text
+    big = upload(session, page, "big.py", b"#" * (course.config.max_upload_bytes + 1))
+    assert big.status_code in (400, 413) and "allowed" in big.text
+    forged = session.post(page.url.rstrip("/") + "/upload", data={"csrf": "not-the-token"},
+                          files={"file": ("a.py", b"x = 1\n")}, timeout=30)
+    assert forged.status_code == 403
+
+
+def test_a_score_the_platform_refuses_is_sent_again_until_accepted(course: Course,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker, "FIRST_RETRY_S", 0.2)
+    course.platform.refuse_scores = 2
+    session = browser()
+    page = launch(course, session, "stu-2")
+    before = len(course.platform.scores_for("stu-2"))
+    upload(session, page, "again.py", (SAMPLES / "mistake_no_scaling.py").read_bytes())
+    wait_for("the refused score accepted", lambda: len(course.platform.scores_for("stu-2")) > before)
+    kept = [s for s in course.service.store.all_scores() if s.payload["userId"] == "stu-2"][-1]
+    assert kept.status == "accepted" and kept.attempts == 3
+    assert course.platform.scores_for("stu-2")[-1]["scoreGiven"] == graders_score(
+        SAMPLES / "mistake_no_scaling.py", "stu-2")[0]
+
+
+def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
+    from grader.errors import ConfigurationError
+
+    path = tmp_path / "serve.toml"
+    path.write_text('url = "http://grader.example.edu"\nassignments = ["attention_scoring"]\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="must be https"):
+        load_config(path)
+    path.write_text('url = "https://grader.example.edu"\nassignments = ["attention_scoring"]\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="no \\[\\[platforms\\]\\]"):
+        load_config(path)
+    (tmp_path / "keys").mkdir()
+    key = tmp_path / "keys" / "tool.pem"
+    key.write_text("x")
+    os.chmod(key, 0o644)
+    path.write_text('url = "https://grader.example.edu"\nassignments = ["attention_scoring"]\n[[platforms]]\n'
+                    'issuer = "https://lms"\nclient_id = "c"\ndeployment_ids = ["1"]\n'
+                    'auth_login_url = "https://lms/auth"\nauth_token_url = "https://lms/token"\n'
+                    'key_set_url = "https://lms/jwks"\n', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="can be read by others"):
+        load_config(path)

@@ -303,3 +303,36 @@ def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
                     'key_set_url = "https://lms/jwks"\n', encoding="utf-8")
     with pytest.raises(ConfigurationError, match="can be read by others"):
         load_config(path)
+
+
+def test_a_restart_loses_neither_a_queued_upload_nor_a_score_to_send(tmp_path: Path) -> None:
+    """The platform refuses every score; the tool stops with one score unsent and one upload still queued. Started
+    again on its data, it grades the upload and sends both scores once the platform accepts."""
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url)
+    platform.users = {"stu-9": {"sub": "stu-9", "role": LEARNER, "name": "Di Student"}}
+    platform.refuse_scores = 10**6
+    config_path = write_config(tmp_path, platform, tool_url)
+    service = start_tool(config_path, port)
+    try:
+        session = browser()
+        page = launch(Course(platform, service, load_config(config_path), config_path, tool_url), session, "stu-9")
+        upload(session, page, "first.py", (SAMPLES / "mistake_no_scaling.py").read_bytes())
+        wait_for("the first score tried", lambda: any(s.attempts for s in service.store.all_scores()))
+        service.background.stop()  # the graders stop first: the next upload stays queued, as in a stop mid-queue
+        upload(session, page, "second.py", (SAMPLES / "einsum_style.py").read_bytes())
+    finally:
+        service.close()
+    assert not platform.scores_for("stu-9")
+    platform.refuse_scores = 0
+    service = start_tool(config_path, port)
+    try:
+        wait_for("both scores accepted", lambda: len(platform.scores_for("stu-9")) == 2)
+        first, second = platform.scores_for("stu-9")
+        assert first["scoreGiven"] == graders_score(SAMPLES / "mistake_no_scaling.py", "stu-9")[0]
+        assert second["scoreGiven"] == graders_score(SAMPLES / "einsum_style.py", "stu-9")[0]
+        assert all(s.status == "accepted" for s in service.store.all_scores())
+    finally:
+        service.close()
+        platform.close()

@@ -86,6 +86,7 @@ CREATE INDEX IF NOT EXISTS scores_due ON scores (status, next_try);
 """
 
 QUEUED, GRADING, GRADED, FAILED = "queued", "grading", "graded", "failed"
+NONCES_KEPT_S = 7 * 86400
 PENDING, ACCEPTED, HELD = "pending", "accepted", "held"
 
 
@@ -199,8 +200,11 @@ class ServeStore:
         return json.loads(rows[0][0]) if rows else None
 
     def use_nonce(self, nonce: str) -> bool:
-        """True the first time ``nonce`` is used, False ever after: a launch's id_token is taken once."""
+        """True the first time ``nonce`` is used, False ever after: a launch's id_token is taken once. A nonce is
+        forgotten after NONCES_KEPT_S, once pylti1p3 has long forgotten issuing it (a day), so that it is refused
+        as unknown by then."""
         with self.transaction() as db:
+            db.execute("DELETE FROM used_nonces WHERE used < ?", (time.time() - NONCES_KEPT_S,))
             done = db.execute("INSERT OR IGNORE INTO used_nonces (nonce, used) VALUES (?, ?)", (nonce, time.time()))
             return done.rowcount == 1
 
@@ -288,6 +292,11 @@ class ServeStore:
                             PENDING, time.time()))
 
     # scores: the outbox to the platform
+    def retry_now(self) -> int:
+        """Every score not yet accepted, due at once (a start: the platform may have been back for long)."""
+        with self.transaction() as db:
+            return db.execute("UPDATE scores SET next_try = ? WHERE status = ?", (time.time(), PENDING)).rowcount
+
     def due_scores(self, limit: int = 20) -> list[Score]:
         return [self._score(row) for row in self._read(
             "SELECT * FROM scores WHERE status = ? AND next_try <= ? ORDER BY next_try, id LIMIT ?",

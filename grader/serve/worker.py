@@ -72,6 +72,8 @@ class Background:
         requeued = self.store.requeue_interrupted()
         if requeued:
             print(f"{requeued} upload(s) left being graded by the last stop: queued again", flush=True)
+        if pending := self.store.retry_now():
+            print(f"{pending} score(s) not yet accepted by the platform: sent again now", flush=True)
         for index in range(self.config.graders):
             self.threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{index}", daemon=True))
         self.threads.append(threading.Thread(target=self._send_loop, name="score-sender", daemon=True))

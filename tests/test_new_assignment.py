@@ -86,7 +86,7 @@ def test_a_new_assignment_with_a_training_and_a_written_question_passes_its_own_
     assert "warning" not in made.stderr  # the rubric adds up to the points
     solutions, assignments = tmp_path / "solutions", tmp_path / "assignments"
     folder = solutions / NAME
-    assert {"calibration.py", "training_stages.py", "provided.py"} <= {p.name for p in folder.iterdir()}
+    assert {"calibration.py", "training_stages.py"} <= {p.name for p in folder.iterdir()}
     assert (assignments / NAME / f"{NAME}_training.py").is_file()
     stages = (folder / "training_stages.py").read_text()
     assert f"written by `grader calibrate {NAME}`" in stages  # the calibration ran: no threshold typed in
@@ -117,7 +117,7 @@ def test_a_new_assignment_with_a_training_and_a_written_question_passes_its_own_
     training = next(c for c in model.checks if c.check_id == "q2.training")
     assert "decided after" in " ".join(training.notes)  # the staged verdict stopped before the last epoch
     no_mask, ignored = run["q1_no_mask"], run["q2_scores_ignored"]
-    assert scores(no_mask) == {"q1": 0, "q2": 30}  # q2 is graded with the reference padded_softmax
+    assert scores(no_mask) == {"q1": 0, "q2": 30}  # q2 masks on its own
     assert {c.diagnosis.variant for c in no_mask.checks if c.diagnosis} == {"q1.no_mask"}
     assert scores(ignored)["q1"] == 10 and scores(ignored)["q2"] == 0
     assert {c.diagnosis.variant for c in ignored.checks if c.diagnosis} == {"q2.scores_ignored"}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.check.load import load_assignment
 from tests.conftest import ROOT
 from tests.no_bubblewrap import path_without_bubblewrap
 from tests.open_the_way import opening_script
@@ -63,11 +64,13 @@ def _grade(private: Path, assignment: str, mode: str, work: Path, *, open_the_wa
                           text=True, timeout=600, check=False, cwd=work, env=env)
 
 
-def _full_marks(completed: subprocess.CompletedProcess[str], out: Path) -> None:
+def _full_marks(completed: subprocess.CompletedProcess[str], out: Path, assignment: str) -> None:
+    """Every automatic point: a written question's come only when someone marks it."""
     assert completed.returncode == 0, completed.stderr[-3000:]
     with (out / "grades.csv").open() as handle:
         (row,) = csv.DictReader(handle)
-    assert float(row["score"]) == float(row["max_score"]), row
+    written = sum(w.points for w in load_assignment(assignment).written)
+    assert float(row["score"]) == float(row["max_score"]) - written, row
 
 
 @pytest.fixture
@@ -86,11 +89,12 @@ def test_the_model_solution_keeps_full_marks_or_the_mode_refuses_at_start(
     if not shutil.which("bwrap"):
         pytest.fail("bubblewrap is not installed: run `make system-deps`")
     for mode in ("require", "off"):
-        _full_marks(_grade(private, assignment, mode, tmp_path), tmp_path / f"out-{mode}")
+        _full_marks(_grade(private, assignment, mode, tmp_path), tmp_path / f"out-{mode}", assignment)
     refused = _grade(private, assignment, "partial", tmp_path)
     assert refused.returncode == 6, refused.stderr[-3000:]
     assert f"{private} (mode 0700" in refused.stderr  # the folder
     assert f"chmod o+x {private}" in refused.stderr  # and the permission that lets it through
     assert "Traceback" not in refused.stderr
     assert not (tmp_path / "out-partial").exists()  # refused before anything was graded
-    _full_marks(_grade(private, assignment, "partial", tmp_path, open_the_way=True), tmp_path / "out-partial-open")
+    _full_marks(_grade(private, assignment, "partial", tmp_path, open_the_way=True), tmp_path / "out-partial-open",
+                assignment)

@@ -129,8 +129,7 @@ def scaffold(name: str, *, solutions_dir: Path, assignments_dir: Path, submissio
     texts = {folder / "__init__.py": files.INIT, folder / "reference_numpy.py": files.REFERENCE_NUMPY,
              folder / "checks.py": files.CHECKS, folder / "variants.py": files.VARIANTS, sample: files.SAMPLE}
     if training:
-        texts |= {folder / "provided.py": files.PROVIDED, folder / "calibration.py": files.CALIBRATION,
-                  harness: files.HARNESS}
+        texts |= {folder / "calibration.py": files.CALIBRATION, harness: files.HARNESS}
     written_files = []
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -94,10 +94,11 @@ ASSIGNMENT = Assignment(
     questions=[
         Question("q1", "padded_softmax", defines=("padded_softmax",)),
 {% if training %}
-        # q2 calls padded_softmax: it is graded with the reference one (provided.py), so that a mistake in q1 costs
-        # q1's points only; the harness's grade_pooling is provided, not written by students.
+        # q2 masks the padding itself, so that a mistake in q1 costs q1's points only (a question graded with the
+        # reference of an earlier answer needs that answer's reference in the student's process, which a student
+        # kit cannot hold when the calls are a training's); the harness's grade_pooling is provided.
         Question("q2", "AttentionPooling, and a classifier trained with it", defines=("AttentionPooling",),
-                 graded_with_reference=("padded_softmax",), uses_provided=("grade_pooling",)),
+                 uses_provided=("grade_pooling",)),
 {% endif %}
     ],
 {% if written %}
@@ -115,7 +116,7 @@ ASSIGNMENT = Assignment(
     ],
 {% endif %}
 {% if training %}
-    provided=("provided.py", HARNESS),
+    provided=(HARNESS,),
     stubbed_modules={"{{harness_module}}": HARNESS_NOT_RUN},
 {% endif %}
 )
@@ -235,10 +236,10 @@ def q1_no_mask(X: np.ndarray, valid_lens: np.ndarray) -> np.ndarray:
 
 @variant("q2", replaces=ref.attention_pooling, name="scores ignored",
          explain="Your AttentionPooling gives every valid position the same weight: compute a score for each "
-                 "position with self.score(X), then padded_softmax over those scores, so that the model can learn "
-                 "where to look.",
-         mutation=[("weights = padded_softmax(scores, valid_lens)",
-                    "weights = padded_softmax(torch.zeros_like(scores), valid_lens)")])
+                 "position with self.score(X), then the softmax of those scores over the valid positions, so that "
+                 "the model can learn where to look.",
+         mutation=[("weights = torch.softmax(scores.masked_fill(~keep, -1e6), dim=-1)",
+                    "weights = torch.softmax(torch.zeros_like(scores).masked_fill(~keep, -1e6), dim=-1)")])
 def q2_scores_ignored(X: np.ndarray, valid_lens: np.ndarray, w: np.ndarray,
                       b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ref.attention_pooling.__wrapped__(X, valid_lens, np.zeros_like(w), np.zeros_like(b))
@@ -258,8 +259,8 @@ SIGNATURE = '''def padded_softmax(X, valid_lens):
 
 POOLING_SIGNATURE = '''class AttentionPooling(nn.Module):
     """Pools each sequence of X (batch, keys, features) into one vector: a score for each position (self.score),
-    padded_softmax over the first valid_lens[b] positions, and the weighted sum of the positions. forward returns
-    (pooled (batch, features), weights (batch, 1, keys))."""
+    the softmax of the scores over the first valid_lens[b] positions (the others weighted 0, as in padded_softmax),
+    and the weighted sum of the positions. forward returns (pooled (batch, features), weights (batch, 1, keys))."""
 
     def __init__(self, features):
         super().__init__()
@@ -269,7 +270,8 @@ POOLING_SIGNATURE = '''class AttentionPooling(nn.Module):
 '''
 
 POOLING_BODY = '''        scores = self.score(X).transpose(1, 2)
-        weights = padded_softmax(scores, valid_lens)
+        keep = torch.arange(X.shape[1], device=X.device)[None, None, :] < valid_lens[:, None, None]
+        weights = torch.softmax(scores.masked_fill(~keep, -1e6), dim=-1)
         return (weights @ X).squeeze(1), weights
 '''
 
@@ -283,9 +285,9 @@ print(f"validation accuracy: {accuracy(model, *validation_data()):.1%}")'''
 
 INTRODUCTION = '''# {{name}}: a softmax that ignores padding{% if training %}, and attention pooling{% endif %}
 
-Implement `padded_softmax` (d2l 11.3) in PyTorch{% if training %}, then `AttentionPooling`, which uses it{% endif %},
-keeping every name and signature. Fill in the places marked `raise NotImplementedError`, run the examples{% if written
-%}, answer the written question{% endif %}, then check your work (the last cells).'''
+Implement `padded_softmax` (d2l 11.3) in PyTorch{% if training %}, then `AttentionPooling`, which masks the same
+way{% endif %}, keeping every name and signature. Fill in the places marked `raise NotImplementedError`, run the
+examples{% if written %}, answer the written question{% endif %}, then check your work (the last cells).'''
 
 QUESTION = '''## Question 1: a softmax that ignores padding
 
@@ -296,7 +298,8 @@ Sequences in a batch have different lengths, padded to the longest. Attention mu
 POOLING_QUESTION = '''## Question 2: attention pooling, trained
 
 `AttentionPooling(features)` turns each sequence of `X` (batch, keys, features) into one vector: a learned score for
-each position (`self.score`, given), `padded_softmax` over the valid positions, and the weighted sum of the positions.
+each position (`self.score`, given), the softmax of the scores over the valid positions (the padding weighted 0, as
+in `padded_softmax`), and the weighted sum of the positions.
 `forward(X, valid_lens)` returns the pooled vectors (batch, features) and the weights (batch, 1, keys).
 
 The harness `{{harness}}` trains a classifier that pools with your `AttentionPooling`: in each sequence one real
@@ -484,21 +487,6 @@ def grade_pooling(pooling_class, X, valid_lens, seed: int = CONFIG.seed, epochs:
 _TRAININGS: dict = {}  # (pooling class, seed) -> the Training grade_pooling goes on with
 '''
 
-PROVIDED = '''"""The reference padded_softmax, put in place of the student's while q2 (AttentionPooling) is graded,
-so that a mistake in q1 costs q1's points only.
-
-This file is sent to the student's process, so it holds only what students may see: the function q1 asks for.
-It must stay self-contained (no imports from the solutions).
-"""
-
-import torch
-
-
-def padded_softmax(X, valid_lens):
-    keep = torch.arange(X.shape[-1], device=X.device)[None, None, :] < valid_lens[:, None, None]
-    return torch.softmax(X.masked_fill(~keep, -1e6), dim=-1)
-'''
-
 CALIBRATION = '''"""The training check's calibration: `grader calibrate {{name}}` trains each kind of
 AttentionPooling below from every seed, scored after each stage as q2_training scores it, and writes the stages to
 training_stages.py (grader/check/calibration.py). Add a kind for each known mistake the check should be measured on.
@@ -518,7 +506,7 @@ from grader.check import Calibration
 
 from .checks import EVALUATION_SEED, EVALUATION_SIZE, HARNESS, HARNESS_SEED, PASS_ACCURACY, evaluation_data
 
-# What the check must pass, and what it must fail: q1's mistake (the padding weighted) and q2's (the scores ignored).
+# What the check must pass, and what it must fail: the padding weighted, and the scores ignored (q2's known mistake).
 SHOULD_PASS = ("reference",)
 SHOULD_FAIL = ("valid_lens ignored", "scores ignored")
 

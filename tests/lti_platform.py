@@ -14,10 +14,14 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+import jinja2
 import jwt
+import lti1p3platform
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from flask import Flask, Response, redirect, request
@@ -36,6 +40,9 @@ INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 CLIENT_ID = "grader-tool"
 DEPLOYMENT_ID = "deployment-1"
 CONTEXT = "course-101"
+# lti1p3platform's launch page (its framework.templates module loads it with pkg_resources, gone from setuptools).
+LAUNCH_PAGE = jinja2.Environment(autoescape=True, loader=jinja2.FileSystemLoader(
+    Path(lti1p3platform.__file__).parent / "framework" / "templates")).get_template("launch.html")
 
 
 def new_key() -> tuple[str, str]:
@@ -75,8 +82,12 @@ class Login(OIDCLoginAbstract):
 
 
 class Launch(LTIAdvantageMessageLaunchAbstract):
+    html = False
+
     def render_launch_form(self, launch_data: dict[str, Any], **kwargs: Any) -> Response:
-        # The platform's page would post this form to the tool at once; the test's browser posts it.
+        if self.html:  # for a real browser: lti1p3platform's own launch page, which posts its form at once
+            return Response(LAUNCH_PAGE.render(**launch_data), mimetype="text/html")
+        # For the tests' HTTP client, the same form as data: the test posts it to the tool.
         return Response(json.dumps(launch_data), mimetype="application/json")
 
 
@@ -109,6 +120,10 @@ class CoursePlatform:
 
     def lineitems_url(self) -> str:
         return f"{self.url}/ags/{CONTEXT}/lineitems"
+
+    def course_url(self, user: str, assignment: str) -> str:
+        """The course's page with the assignment in a frame (for a real browser)."""
+        return f"{self.url}/course?{urlencode({'user': user, 'assignment': assignment})}"
 
     def start_url(self, user: str, assignment: str, mode: str = "ok") -> str:
         """Where a user's click on the assignment's link in the course goes first."""
@@ -179,11 +194,20 @@ def platform_app(platform: CoursePlatform) -> Flask:
         login.set_launch_url(f"{platform.tool_url}/lti/launch/{assignment}")
         return login.initiate_login(user)
 
+    @app.get("/course")
+    def course() -> Response:
+        """The course's page of the assignment, with the tool in its frame, as Moodle's "Embed" shows it."""
+        start = f"/start?{urlencode({**request.args.to_dict(), 'mode': 'html'})}"
+        return Response(f'<!doctype html><title>Course</title><link rel="icon" href="data:,"><h1>Attention 101</h1>'
+                        f'<iframe src="{escape(start)}" title="assignment" width="1000" height="700"></iframe>',
+                        mimetype="text/html")
+
     @app.route("/auth", methods=["GET", "POST"])
     def auth() -> Response:
         hint = json.loads(request.values["lti_message_hint"])
         user = platform.users[request.values["login_hint"]]
         launch = Launch(FlaskPlatformRequest(request), platform.conf(hint["assignment"]))
+        launch.html = hint["mode"] == "html"
         launch.set_launch_url(f"{platform.tool_url}/lti/launch/{hint['assignment']}")
         launch.set_user_data(user["sub"], [user["role"]], full_name=user.get("name"))
         launch.set_launch_context_claim(CONTEXT, context_title="Attention 101")
@@ -238,13 +262,14 @@ def platform_app(platform: CoursePlatform) -> Flask:
     return app
 
 
-def start_platform(tool_url: str) -> CoursePlatform:
-    """The platform on 127.0.0.1 at a port of the system's choosing, serving in a thread."""
+def start_platform(tool_url: str, *, host_name: str = "127.0.0.1") -> CoursePlatform:
+    """The platform on 127.0.0.1 at a port of the system's choosing, serving in a thread; ``host_name``: the name
+    its address uses ("localhost" puts it on another site than a tool at 127.0.0.1, as a course platform is)."""
     private, public = new_key()
     platform = CoursePlatform(tool_url=tool_url, private_key=private, public_key=public, forger_key=new_key()[0])
     platform.server = create_server(platform_app(platform), host="127.0.0.1", port=0, threads=4,
                                     ident="test platform")
-    platform.url = f"http://127.0.0.1:{platform.server.effective_port}"
+    platform.url = f"http://{host_name}:{platform.server.effective_port}"
     platform.thread = threading.Thread(target=platform.server.run, name="test-platform", daemon=True)
     platform.thread.start()
     return platform

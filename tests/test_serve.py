@@ -180,6 +180,7 @@ def test_a_student_launches_uploads_and_the_platform_receives_the_graders_score(
     assert "Your submissions" in page.text and "Hand in" in page.text
     for cookie in session.cookies:  # what the platform's iframe needs
         assert cookie.secure and cookie.get_nonstandard_attr("SameSite") == "None", cookie.name
+        assert cookie.has_nonstandard_attr("Partitioned"), cookie.name
     sample = SAMPLES / "einsum_style.py"
     taken = upload(session, page, "my attention.py", sample.read_bytes())
     assert taken.status_code == 200 and 'id="taken"' in taken.text
@@ -333,6 +334,42 @@ def test_a_restart_loses_neither_a_queued_upload_nor_a_score_to_send(tmp_path: P
         assert first["scoreGiven"] == graders_score(SAMPLES / "mistake_no_scaling.py", "stu-9")[0]
         assert second["scoreGiven"] == graders_score(SAMPLES / "einsum_style.py", "stu-9")[0]
         assert all(s.status == "accepted" for s in service.store.all_scores())
+    finally:
+        service.close()
+        platform.close()
+
+
+def test_a_student_uploads_in_chromium_inside_the_platforms_frame(tmp_path: Path) -> None:
+    """The whole way in a real browser: the course's page (on another site than the tool: localhost against
+    127.0.0.1) frames the tool; the launch form posts itself; the tool's cookies must reach it inside the frame
+    (SameSite=None; Secure); the student picks the file, hands it in, waits on the page and opens the report."""
+    from .browser import chromium, chromium_path, watched_page
+
+    if chromium_path() is None:
+        pytest.skip("no Chromium: make system-deps installs it")
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url, host_name="localhost")
+    platform.users = {"stu-7": {"sub": "stu-7", "role": LEARNER, "name": "Em Student"}}
+    service = start_tool(write_config(tmp_path, platform, tool_url), port)
+    sample = SAMPLES / "einsum_style.py"
+    score, maximum = graders_score(sample, "stu-7")
+    try:
+        with chromium() as browser_, watched_page(browser_) as (page, watch):
+            page.goto(platform.course_url("stu-7", ASSIGNMENT), wait_until="load")
+            frame = page.frame_locator("iframe")
+            frame.locator("input[type=file]").set_input_files(str(sample))
+            frame.get_by_role("button", name="Hand in").click()
+            frame.locator("#taken").wait_for(timeout=30_000)
+            shown = frame.locator("a.score")
+            shown.wait_for(timeout=GRADED_WITHIN_S * 1000)  # the page reloads itself while the upload waits
+            assert shown.inner_text() == f"{score:g} / {maximum:g}"
+            shown.click()
+            frame.get_by_text("masked_softmax").first.wait_for(timeout=30_000)  # the report, in the frame
+            wait_for("the platform receives the score", lambda: platform.scores_for("stu-7"))
+            assert platform.scores_for("stu-7")[0]["scoreGiven"] == score
+            assert not watch.console_errors and not watch.page_errors, watch.problems()
+            assert all(urlsplit(url).hostname in ("127.0.0.1", "localhost") for url in watch.remote_requests)
     finally:
         service.close()
         platform.close()

@@ -5,10 +5,11 @@ instructor's (every submission of the course's assignment and its score's way to
 Who may see what is decided by the launch alone: a verified launch is kept server-side under a random id, and the
 browser's session (a signed cookie) lists the launch ids it was given; every page names its launch and is refused
 unless the session holds it. A student's pages show only the uploads of that launch's platform, course, user and
-assignment. The session cookie and pylti1p3's state cookie are ``SameSite=None; Secure``, which is what a page inside
-the platform's iframe needs: the tool therefore answers over https, behind the course's TLS reverse proxy
-(docs/lms.md). Every change (an upload) carries the session's CSRF token; pages forbid every script and load
-(Content-Security-Policy) and may be framed only by the registered platforms."""
+assignment. The session cookie and pylti1p3's state cookie are ``SameSite=None; Secure; Partitioned``, which is what
+a page inside the platform's iframe needs (Partitioned: kept for that platform's pages even by a browser that blocks
+third-party cookies): the tool therefore answers over https, behind the course's TLS reverse proxy (docs/lms.md).
+Every change (an upload) carries the session's CSRF token; pages forbid every script and load (Content-Security-
+Policy) and may be framed only by the registered platforms."""
 
 from __future__ import annotations
 
@@ -92,6 +93,21 @@ def upload_problem(name: str, data: bytes, limit: int) -> str:
     return ""
 
 
+def partitioned_cookies(request: Any) -> Any:
+    """pylti1p3's cookie service for Flask, its cookies (the OIDC state) also ``Partitioned`` (CHIPS): a browser
+    that blocks third-party cookies still keeps a partitioned one in the platform's frame, for this platform's pages
+    only. Chromium 150, as tests/test_serve.py drives it, keeps no other cookie in a cross-site frame."""
+    from pylti1p3.contrib.flask import FlaskCookieService
+
+    class PartitionedCookies(FlaskCookieService):
+        def update_response(self, response: Response) -> None:
+            for key, cookie in self._cookie_data_to_set.items():
+                response.set_cookie(key=key, value=cookie["value"], max_age=cookie["exp"], secure=True, path="/",
+                                    httponly=True, samesite="None", partitioned=True)
+
+    return PartitionedCookies(request)
+
+
 def create_app(tool: Tool) -> Flask:
     from pylti1p3.contrib.flask import FlaskMessageLaunch, FlaskOIDCLogin, FlaskRequest
 
@@ -101,7 +117,7 @@ def create_app(tool: Tool) -> Flask:
     app.config.update(
         MAX_CONTENT_LENGTH=config.max_upload_bytes + (64 << 10),  # the form's own fields beside the file
         SESSION_COOKIE_NAME="grader_serve", SESSION_COOKIE_SAMESITE="None", SESSION_COOKIE_SECURE=True,
-        SESSION_COOKIE_HTTPONLY=True, PERMANENT_SESSION_LIFETIME=12 * 3600)
+        SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_PARTITIONED=True, PERMANENT_SESSION_LIFETIME=12 * 3600)
     frames = " ".join(sorted({_origin(p.issuer) for p in config.platforms if "://" in p.issuer}
                              | {_origin(p.auth_login_url) for p in config.platforms}))
     storage = StoredLaunchData(store)
@@ -154,7 +170,8 @@ def create_app(tool: Tool) -> Flask:
             raise Refused(400, "this login names no launch address of this tool (target_link_uri); the launch "
                                f"addresses are {config.url}/lti/launch/<assignment>, see docs/lms.md")
         try:
-            oidc = FlaskOIDCLogin(lti_request(), tool.conf, launch_data_storage=storage)
+            lti = lti_request()
+            oidc = FlaskOIDCLogin(lti, tool.conf, cookie_service=partitioned_cookies(lti), launch_data_storage=storage)
             return oidc.redirect(target)
         except Exception as exc:  # pylti1p3 says an unknown issuer or client with a plain Exception
             raise Refused(400, f"login refused: {exc}") from exc
@@ -164,7 +181,9 @@ def create_app(tool: Tool) -> Flask:
         if assignment not in config.assignments:
             raise Refused(404, f"this tool offers no assignment {assignment!r}")
         try:
-            message = FlaskMessageLaunch(lti_request(), tool.conf, launch_data_storage=storage)
+            lti = lti_request()
+            message = FlaskMessageLaunch(lti, tool.conf, cookie_service=partitioned_cookies(lti),
+                                         launch_data_storage=storage)
             body = message.get_launch_data()
         except Exception as exc:  # pylti1p3's LtiException, and a plain Exception for an unknown issuer
             raise Refused(403, f"launch refused: {exc}") from exc

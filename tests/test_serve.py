@@ -7,6 +7,7 @@ Everything talks over 127.0.0.1, and every wait is a bounded loop."""
 
 from __future__ import annotations
 
+import errno
 import http.cookiejar
 import os
 import re
@@ -102,7 +103,17 @@ key_set_url = "{platform.url}/jwks"
 
 
 def start_tool(config_path: Path, port: int) -> Service:
-    service = serve_tool(load_config(config_path), host="127.0.0.1", port=port)
+    """The tool on 127.0.0.1:``port``, serving in a thread; a port just given back by a stopped tool is tried again
+    for up to 5 s (its socket may still be closing)."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        try:
+            service = serve_tool(load_config(config_path), host="127.0.0.1", port=port)
+            break
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
     threading.Thread(target=service.run, name="grader-serve", daemon=True).start()
     return service
 
@@ -307,36 +318,64 @@ def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
 
 
 def test_a_restart_loses_neither_a_queued_upload_nor_a_score_to_send(tmp_path: Path) -> None:
-    """The platform refuses every score; the tool stops with one score unsent and one upload still queued. Started
-    again on its data, it grades the upload and sends both scores once the platform accepts."""
+    """The platform refuses every score; the tool stops with one student's score unsent and another student's upload
+    still queued. Started again on its data, it grades the upload and sends both scores once the platform accepts."""
     port = free_port()
     tool_url = f"http://127.0.0.1:{port}"
     platform = start_platform(tool_url)
-    platform.users = {"stu-9": {"sub": "stu-9", "role": LEARNER, "name": "Di Student"}}
+    platform.users = {"stu-8": {"sub": "stu-8", "role": LEARNER, "name": "Di Student"},
+                      "stu-9": {"sub": "stu-9", "role": LEARNER, "name": "Ed Student"}}
     platform.refuse_scores = 10**6
     config_path = write_config(tmp_path, platform, tool_url)
     service = start_tool(config_path, port)
+    course = Course(platform, service, load_config(config_path), config_path, tool_url)
     try:
-        session = browser()
-        page = launch(Course(platform, service, load_config(config_path), config_path, tool_url), session, "stu-9")
-        upload(session, page, "first.py", (SAMPLES / "mistake_no_scaling.py").read_bytes())
+        first, second = browser(), browser()
+        first_page, second_page = launch(course, first, "stu-8"), launch(course, second, "stu-9")
+        upload(first, first_page, "first.py", (SAMPLES / "mistake_no_scaling.py").read_bytes())
         wait_for("the first score tried", lambda: any(s.attempts for s in service.store.all_scores()))
         service.background.stop()  # the graders stop first: the next upload stays queued, as in a stop mid-queue
-        upload(session, page, "second.py", (SAMPLES / "einsum_style.py").read_bytes())
+        upload(second, second_page, "second.py", (SAMPLES / "einsum_style.py").read_bytes())
     finally:
         service.close()
-    assert not platform.scores_for("stu-9")
+    assert not platform.scores
     platform.refuse_scores = 0
     service = start_tool(config_path, port)
     try:
-        wait_for("both scores accepted", lambda: len(platform.scores_for("stu-9")) == 2)
-        first, second = platform.scores_for("stu-9")
-        assert first["scoreGiven"] == graders_score(SAMPLES / "mistake_no_scaling.py", "stu-9")[0]
-        assert second["scoreGiven"] == graders_score(SAMPLES / "einsum_style.py", "stu-9")[0]
+        wait_for("both scores accepted", lambda: platform.scores_for("stu-8") and platform.scores_for("stu-9"))
+        assert platform.scores_for("stu-8")[0]["scoreGiven"] == graders_score(SAMPLES / "mistake_no_scaling.py",
+                                                                               "stu-8")[0]
+        assert platform.scores_for("stu-9")[0]["scoreGiven"] == graders_score(SAMPLES / "einsum_style.py", "stu-9")[0]
         assert all(s.status == "accepted" for s in service.store.all_scores())
     finally:
         service.close()
         platform.close()
+
+
+def test_a_later_uploads_score_replaces_an_unsent_earlier_one(course: Course,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two uploads while the platform refuses: once the second is graded, the first's score is never sent (it would
+    put a stale grade over the later one); the second's is, once the platform accepts."""
+    monkeypatch.setattr(worker, "FIRST_RETRY_S", 0.2)
+    course.platform.users["stu-4"] = {"sub": "stu-4", "role": LEARNER, "name": "Fa Student"}
+    course.platform.refuse_scores = 10**6
+    try:
+        session = browser()
+        page = launch(course, session, "stu-4")
+        upload(session, page, "a.py", (SAMPLES / "mistake_no_scaling.py").read_bytes())
+        upload(session, page, "b.py", (SAMPLES / "einsum_style.py").read_bytes())
+        wait_for("both graded", lambda: len([s for s in course.service.store.all_scores()
+                                             if s.payload["userId"] == "stu-4"]) == 2)
+    finally:
+        course.platform.refuse_scores = 0
+    wait_for("the later score accepted", lambda: course.platform.scores_for("stu-4"))
+    time.sleep(1.0)  # room for a wrongly sent older score to arrive
+    (sent,) = course.platform.scores_for("stu-4")
+    assert sent["scoreGiven"] == graders_score(SAMPLES / "einsum_style.py", "stu-4")[0]
+    older, later = [s for s in course.service.store.all_scores() if s.payload["userId"] == "stu-4"]
+    assert (older.status, later.status) == ("superseded", "accepted")
+    page = session.get(page.url, timeout=30)
+    assert "a later submission's score is sent instead" in page.text
 
 
 def test_a_student_uploads_in_chromium_inside_the_platforms_frame(tmp_path: Path) -> None:

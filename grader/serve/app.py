@@ -31,7 +31,7 @@ from grader.names import file_name
 from grader.record.result_json import result_from_json
 from grader.report import render_instructor_report, render_student_report
 from grader.serve.config import ServeConfig, session_secret
-from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, StoredLaunchData, ags_claim, role_of
+from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
 from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
@@ -183,10 +183,13 @@ def create_app(tool: Tool) -> Flask:
         try:
             lti = lti_request()
             message = FlaskMessageLaunch(lti, tool.conf, cookie_service=partitioned_cookies(lti),
-                                         launch_data_storage=storage)
+                                         launch_data_storage=storage, requests_session=BoundedSession())
             body = message.get_launch_data()
         except Exception as exc:  # pylti1p3's LtiException, and a plain Exception for an unknown issuer
             raise Refused(403, f"launch refused: {exc}") from exc
+        if not message.is_resource_launch():
+            raise Refused(400, "this tool takes resource link launches only (no deep linking): add the assignment's "
+                               "launch address to the course as a link or an assignment (docs/lms.md)")
         if not store.use_nonce(body["nonce"]):
             raise Refused(403, "launch refused: this launch was used already (its nonce is spent); open the "
                                "assignment again from your course")

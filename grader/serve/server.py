@@ -51,8 +51,12 @@ def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     if config.trusted_proxy:
         proxy = {"trusted_proxy": config.trusted_proxy,
                  "trusted_proxy_headers": "x-forwarded-proto x-forwarded-for x-forwarded-host"}
-    server = create_server(app, host=host, port=port, threads=threads, ident="grader serve",
-                           max_request_body_size=config.max_upload_bytes + (1 << 20), **proxy)
+    try:
+        server = create_server(app, host=host, port=port, threads=threads, ident="grader serve",
+                               max_request_body_size=config.max_upload_bytes + (1 << 20), **proxy)
+    except BaseException:
+        store.close()
+        raise
     background.start()
     shown = f"[{host}]" if ":" in host else host
     return Service(f"http://{shown}:{server.effective_port}", server, store, background)  # type: ignore[union-attr]

@@ -87,7 +87,7 @@ CREATE INDEX IF NOT EXISTS scores_due ON scores (status, next_try);
 
 QUEUED, GRADING, GRADED, FAILED = "queued", "grading", "graded", "failed"
 NONCES_KEPT_S = 7 * 86400
-PENDING, ACCEPTED, HELD = "pending", "accepted", "held"
+PENDING, ACCEPTED, SUPERSEDED = "pending", "accepted", "superseded"
 
 
 def now_iso() -> str:
@@ -285,6 +285,12 @@ class ServeStore:
                        "result_json = ? WHERE id = ?",
                        (status, reason, score, max_score, now_iso(), result_json, upload.id))
             if score_to_send is not None:
+                # An older upload's score not yet accepted would only put a stale grade over this one: superseded.
+                db.execute("""UPDATE scores SET status = ? WHERE status = ? AND upload IN (
+                                  SELECT id FROM uploads WHERE issuer = ? AND context = ? AND sub = ? AND assignment = ?
+                                  AND id < ?)""",
+                           (SUPERSEDED, PENDING, upload.issuer, upload.context, upload.sub, upload.assignment,
+                            upload.id))
                 launch, payload = score_to_send
                 db.execute("INSERT OR REPLACE INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -23,6 +23,7 @@ from grader.execute.workers import Worker
 from grader.pipeline import grade_submission
 from grader.pipeline.submission_run import grader_failed_result
 from grader.record.gradebook import Gradebook
+from grader.record.output import GRADEBOOK
 from grader.record.result_json import result_to_json
 from grader.results import INTERNAL, SubmissionResult
 from grader.serve.config import ServeConfig
@@ -132,7 +133,7 @@ class Background:
         self.store.finish(upload, status=FAILED if failed else GRADED, reason=result.reason,
                           score=result.score, max_score=result.max_score, result_json=result_to_json(result),
                           score_to_send=to_send)
-        with self.gradebook_lock, Gradebook(self.data / "gradebook.sqlite") as gradebook:
+        with self.gradebook_lock, Gradebook(self.data / GRADEBOOK) as gradebook:
             gradebook.record(result)
         self.wake()
         if self.on_graded is not None:

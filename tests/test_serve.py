@@ -82,9 +82,10 @@ class Course:
     tool_url: str
 
 
-def write_config(folder: Path, platform: CoursePlatform, tool_url: str) -> Path:
+def write_config(folder: Path, platform: CoursePlatform, tool_url: str, *, extra: str = "") -> Path:
     path = folder / "serve.toml"
     path.write_text(f"""\
+{extra}
 url = "{tool_url}"
 data = "data"
 assignments = ["{ASSIGNMENT}"]
@@ -412,3 +413,32 @@ def test_a_student_uploads_in_chromium_inside_the_platforms_frame(tmp_path: Path
     finally:
         service.close()
         platform.close()
+
+
+def test_uploads_are_graded_on_a_dask_cluster_when_the_configuration_names_one(tmp_path: Path) -> None:
+    """``scheduler`` in the configuration: the upload travels to a Dask worker (a LocalCluster's process here), which
+    grades it as on this machine; the platform receives the grader's score."""
+    from distributed import LocalCluster
+
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url)
+    platform.users = {"stu-6": {"sub": "stu-6", "role": LEARNER, "name": "Gu Student"}}
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
+                      silence_logs=40) as cluster:
+        config_path = write_config(tmp_path, platform, tool_url, extra=f'scheduler = "{cluster.scheduler_address}"')
+        service = start_tool(config_path, port)
+        try:
+            assert service.background.cluster is not None
+            session = browser()
+            page = launch(Course(platform, service, load_config(config_path), config_path, tool_url), session,
+                          "stu-6")
+            upload(session, page, "mine.py", (SAMPLES / "mistake_softmax_axis.py").read_bytes())
+            wait_for("the platform receives the score", lambda: platform.scores_for("stu-6"))
+            graded_on = {task.split("-", 1)[0] for task in cluster.scheduler.task_prefixes}
+            assert "grade_parcel" in graded_on
+        finally:
+            service.close()
+            platform.close()
+    assert platform.scores_for("stu-6")[0]["scoreGiven"] == graders_score(SAMPLES / "mistake_softmax_axis.py",
+                                                                           "stu-6")[0]

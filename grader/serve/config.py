@@ -69,6 +69,7 @@ class ServeConfig:
     # The reverse proxy in front (its address as waitress sees it): waitress then takes the client's scheme and
     # address from its X-Forwarded-* headers. Empty: none trusted.
     trusted_proxy: str = ""
+    scheduler: str = ""  # a Dask scheduler's address: uploads graded on its cluster (grader grade --scheduler)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def launch_url(self, assignment: str) -> str:
@@ -163,7 +164,7 @@ def load_config(path: Path) -> ServeConfig:
         private_key=base / raw.get("private_key", "keys/tool.pem"),
         public_key=base / raw.get("public_key", "keys/tool.pub.pem"), solutions=solutions,
         max_upload_bytes=max_upload, graders=graders, sandbox=str(raw.get("sandbox", "require")),
-        trusted_proxy=str(raw.get("trusted_proxy", "")))
+        trusted_proxy=str(raw.get("trusted_proxy", "")), scheduler=str(raw.get("scheduler", "")))
     ensure_key_pair(config.private_key, config.public_key)
     return config
 

@@ -1,13 +1,15 @@
 """The background work of ``grader serve``: grading threads that take uploads from the queue (a student's uploads in
 the order they came, ServeStore.take_next) and grade each with the grader's own code, in a warm sandboxed worker per
-thread and assignment; and the score sender, which posts each final score to the platform with AGS and tries again,
-waiting longer each time up to a bound, until the platform accepts it.
+thread and assignment, or on a Dask cluster (``scheduler`` in the configuration, as ``grader grade --scheduler``);
+and the score sender, which posts each final score to the platform with AGS and tries again, waiting longer each
+time up to a bound, until the platform accepts it.
 
 Both read their work from the serve database, so a restart resumes: uploads left being graded are queued again, and
 scores not yet accepted are sent again."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import traceback
 from collections.abc import Callable
@@ -18,13 +20,17 @@ from typing import Any
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Submission
+from grader.errors import ConfigurationError
 from grader.execute import isolation
 from grader.execute.workers import Worker
 from grader.pipeline import grade_submission
-from grader.pipeline.submission_run import grader_failed_result
+from grader.pipeline.backends.dask import grade_parcel, pack
+from grader.pipeline.fingerprint import grading_fingerprint
+from grader.pipeline.settings import RunSettings
+from grader.pipeline.submission_run import grade_for_run, grader_failed_result
 from grader.record.gradebook import Gradebook
 from grader.record.output import GRADEBOOK
-from grader.record.result_json import result_to_json
+from grader.record.result_json import result_from_json, result_to_json
 from grader.results import INTERNAL, SubmissionResult
 from grader.serve.config import ServeConfig
 from grader.serve.lti import send_score
@@ -64,6 +70,26 @@ class Background:
         self.sandbox = isolation.detect(config.sandbox)
         self.gradebook_lock = threading.Lock()
         self.on_graded = on_graded
+        self.cluster: Any = None  # a Dask client, when the configuration names a scheduler
+        self.settings: dict[str, RunSettings] = {}
+        if config.scheduler:
+            self._connect(config.scheduler)
+
+    def _connect(self, address: str) -> None:
+        """Grade on the Dask cluster at ``address`` as ``grader grade --scheduler`` does: each upload travels as its
+        bytes (a parcel) with the run's settings, and a worker whose grading would differ (its fingerprint) refuses."""
+        from distributed import Client
+
+        try:
+            self.cluster = Client(address, timeout="20s")
+        except OSError as exc:
+            raise ConfigurationError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+        for name, spec in self.assignments.items():
+            self.settings[name] = RunSettings(
+                assignment=name, solutions_dir=spec.folder.parent if spec.folder is not None else self.config.solutions,
+                root=self.data, device="cpu", limits=spec.limits, sandbox=self.sandbox.mode,
+                fingerprint=grading_fingerprint(spec, device="cpu", limits=spec.limits),
+                exposed=self.sandbox.exposure())
 
     @property
     def data(self) -> Path:
@@ -91,6 +117,9 @@ class Background:
         self.wake()
         for thread in self.threads:
             thread.join(timeout)
+        if self.cluster is not None:
+            self.cluster.close()
+            self.cluster = None
 
     def _wait(self, seconds: float) -> None:
         with self.work:
@@ -119,11 +148,15 @@ class Background:
         submission = Submission(student=upload.sub, path=path, kind=upload.kind,
                                 submitted_at=datetime.fromisoformat(upload.submitted_at))
         try:
-            worker = workers.get(assignment.name)
-            if worker is None:
-                worker = workers[assignment.name] = Worker(sandbox=self.sandbox, device="cpu",
-                                                           limits=assignment.limits, training=assignment.trains)
-            result = grade_submission(submission=submission, assignment=assignment, root=path.parent, worker=worker)
+            if self.cluster is not None:
+                result = self._grade_on_cluster(submission, assignment, path.parent)
+            else:
+                worker = workers.get(assignment.name)
+                if worker is None:
+                    worker = workers[assignment.name] = Worker(sandbox=self.sandbox, device="cpu",
+                                                               limits=assignment.limits, training=assignment.trains)
+                result = grade_submission(submission=submission, assignment=assignment, root=path.parent,
+                                          worker=worker)
         except Exception:
             result = grader_failed_result(submission, assignment, path.parent, detail=traceback.format_exc())
         graded_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -138,6 +171,17 @@ class Background:
         self.wake()
         if self.on_graded is not None:
             self.on_graded(upload)
+
+    def _grade_on_cluster(self, submission: Submission, assignment: Assignment, root: Path) -> SubmissionResult:
+        settings = dataclasses.replace(self.settings[assignment.name], root=root)
+        parcel = pack(submission, root)
+        if parcel is None:  # refused unread (too large, not a file): said here, nothing run
+            return grade_for_run(submission, assignment, settings)
+        future = self.cluster.submit(grade_parcel, parcel, settings, pure=False)
+        try:
+            return result_from_json(future.result())
+        finally:
+            future.release()
 
     # ----- scores -------------------------------------------------------------------------------------------------
     def _send_loop(self) -> None:

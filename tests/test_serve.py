@@ -129,6 +129,7 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Course]:
         "stu-1": {"sub": "stu-1", "role": LEARNER, "name": "Ada Student"},
         "stu-2": {"sub": "stu-2", "role": LEARNER, "name": "Bo Student"},
         "stu-3": {"sub": "stu-3", "role": LEARNER, "name": "Cy Student"},
+        "stu-5": {"sub": "stu-5", "role": LEARNER, "name": "Ev Student"},
         "prof": {"sub": "prof", "role": INSTRUCTOR, "name": "Dr Prof"},
     }
     config_path = write_config(folder, platform, tool_url)
@@ -442,3 +443,75 @@ def test_uploads_are_graded_on_a_dask_cluster_when_the_configuration_names_one(t
             platform.close()
     assert platform.scores_for("stu-6")[0]["scoreGiven"] == graders_score(SAMPLES / "mistake_softmax_axis.py",
                                                                            "stu-6")[0]
+
+
+def test_an_instructor_regrades_and_each_new_score_is_sent(course: Course) -> None:
+    session = browser()
+    page = launch(course, session, "stu-5")
+    upload(session, page, "five.py", (SAMPLES / "einsum_style.py").read_bytes())
+    wait_for("stu-5's first score", lambda: course.platform.scores_for("stu-5"))
+    # A student's launch has no regrade: refused even with the session's own CSRF token.
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    assert session.post(page.url.rstrip("/") + "/regrade", data={"csrf": csrf}, timeout=30).status_code == 403
+    teacher = browser()
+    desk = launch(course, teacher, "prof")
+    action = re.search(r'<form method="post" action="([^"]+)" class="regrade">', desk.text).group(1)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', desk.text).group(1)
+    assert teacher.post(urljoin(desk.url, action), data={"csrf": "forged"}, timeout=30).status_code == 403
+    answer = teacher.post(urljoin(desk.url, action), data={"csrf": csrf}, timeout=30)
+    assert answer.status_code == 200 and 'id="regrading"' in answer.text
+    wait_for("stu-5's score sent again", lambda: len(course.platform.scores_for("stu-5")) == 2)
+    first, again = course.platform.scores_for("stu-5")
+    assert again["scoreGiven"] == first["scoreGiven"] and again["timestamp"] >= first["timestamp"]
+    upload_id = int(re.search(r'data-upload="(\d+)"', session.get(page.url, timeout=30).text).group(1))
+    sent = [s for s in course.service.store.all_scores() if s.upload == upload_id]
+    assert [s.status for s in sent] == ["accepted", "accepted"]  # both sends kept, each with its answer
+
+
+def test_an_assignments_deadline_attempts_and_waiting_limit_refuse_uploads_clearly(tmp_path: Path) -> None:
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url)
+    platform.users = {"stu-p": {"sub": "stu-p", "role": LEARNER, "name": "Pa Student"}}
+    config_path = write_config(tmp_path, platform, tool_url, extra="")
+    text = config_path.read_text(encoding="utf-8").replace(
+        f'assignments = ["{ASSIGNMENT}"]', f'assignments = ["{ASSIGNMENT}", "keras_additive_attention"]')
+    config_path.write_text(text + f"""
+[policies.{ASSIGNMENT}]
+attempts = 2
+
+[policies.keras_additive_attention]
+deadline = "2020-01-01T23:59:00+01:00"
+
+[limits]
+waiting = 1
+""", encoding="utf-8")
+    service = start_tool(config_path, port)
+    course = Course(platform, service, load_config(config_path), config_path, tool_url)
+    sample = (SAMPLES / "einsum_style.py").read_bytes()
+    try:
+        session = browser()
+        page = launch(course, session, "stu-p")
+        assert "Each upload is an attempt: 2 in all." in page.text
+        assert upload(session, page, "one.py", sample).status_code == 200
+        waiting = upload(session, page, "two.py", sample)
+        assert waiting.status_code == 429 and "still waiting to be graded" in waiting.text
+        wait_for("the first graded", lambda: platform.scores_for("stu-p"))
+        assert upload(session, page, "two.py", sample).status_code == 200
+        wait_for("the second graded", lambda: len(platform.scores_for("stu-p")) == 2)
+        used = upload(session, page, "three.py", sample)
+        assert used.status_code == 403 and "used all 2 attempts" in used.text
+        assert 'id="closed"' in session.get(page.url, timeout=30).text  # the page offers no upload any more
+        # Past the deadline: the page says so, and an upload is refused.
+        form = session.get(platform.start_url("stu-p", "keras_additive_attention"), timeout=30).json()
+        late_page = session.post(form["launch_url"], data={"id_token": form["id_token"], "state": form["state"]},
+                                 timeout=30)
+        assert "Deadline: 2020-01-01 22:59 UTC = 23:59 UTC+01:00." in late_page.text
+        assert 'id="closed"' in late_page.text
+        late = session.post(late_page.url.rstrip("/") + "/upload",
+                            data={"csrf": re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)},
+                            files={"file": ("late.py", sample)}, timeout=30)
+        assert late.status_code == 403 and "the deadline passed" in late.text
+    finally:
+        service.close()
+        platform.close()

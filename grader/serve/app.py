@@ -18,6 +18,7 @@ import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +34,7 @@ from grader.report import render_instructor_report, render_student_report
 from grader.serve.config import ServeConfig, session_secret
 from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
 from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
+from grader.times import describe_time, offset_of, utc_iso
 
 ROLES_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/roles"
 KINDS = {".py": "python", ".ipynb": "notebook"}
@@ -135,6 +137,22 @@ def create_app(tool: Tool) -> Flask:
             abort(403, "this launch is unknown: open the assignment again from your course")
         return launch
 
+    def upload_refusal(launch: Launch) -> tuple[int, str] | None:
+        """Why the assignment's policy or the limits refuse another upload now (status, words), or None."""
+        policy = config.policy(launch.assignment)
+        now = datetime.now(UTC)
+        if policy.deadline is not None and now > policy.deadline:
+            return 403, f"the deadline passed ({shown_time(policy.deadline)}); uploads are closed"
+        waiting, recent, attempts = store.counts_of(launch, utc_iso(now - timedelta(hours=1)))
+        if policy.attempts is not None and attempts >= policy.attempts:
+            return 403, f"you have used all {policy.attempts} attempts this assignment allows"
+        if waiting >= config.limits.waiting:
+            return 429, (f"{waiting} of your uploads are still waiting to be graded: upload again once they are "
+                         "(this page shows when)")
+        if recent >= config.limits.per_hour:
+            return 429, f"{recent} uploads in the last hour is the most taken: upload again later"
+        return None
+
     def csrf_token() -> str:
         if "csrf" not in session:
             session["csrf"] = secrets.token_urlsafe(32)
@@ -223,7 +241,10 @@ def create_app(tool: Tool) -> Flask:
         rows = [{"upload": u, "position": store.queue_position(u) if u.status == QUEUED else None,
                  "score": store.scores_of(u.id)} for u in uploads]
         waiting = any(u.status in (QUEUED, GRADING) for u in uploads)
+        policy = config.policy(launch.assignment)
         return render_template("student.html", launch=launch, rows=rows, waiting=waiting, csrf=csrf_token(),
+                               deadline=shown_time(policy.deadline) if policy.deadline else "",
+                               attempts=policy.attempts, closed=upload_refusal(launch),
                                limit_mib=config.max_upload_bytes / 2**20, message=request.args.get("m", ""))
 
     def instructor_page(launch: Launch) -> str:
@@ -238,15 +259,32 @@ def create_app(tool: Tool) -> Flask:
         rows = [{"upload": u, "name": names.get(u.sub, ""), "score": store.scores_of(u.id),
                  "count": sum(1 for v in uploads if v.sub == u.sub)}
                 for u in sorted(latest.values(), key=lambda u: (names.get(u.sub, ""), u.sub))]
-        return render_template("instructor.html", launch=launch, rows=rows, uploads=len(uploads))
+        return render_template("instructor.html", launch=launch, rows=rows, uploads=len(uploads), csrf=csrf_token(),
+                               message=request.args.get("m", ""), regraded=request.args.get("n", ""))
+
+    def checked_form(launch_id: str) -> Launch:
+        launch = the_launch(launch_id)
+        if not hmac.compare_digest(request.form.get("csrf", ""), session.get("csrf", "") or "-"):
+            raise Refused(403, "a change must come from this tool's own page: reload it and try again")
+        return launch
+
+    @app.post("/lti/a/<launch_id>/regrade")
+    def regrade(launch_id: str) -> Any:
+        launch = checked_form(launch_id)
+        if launch.role != "instructor":
+            raise Refused(403, "only an instructor's launch regrades")
+        count = store.regrade(launch.issuer, launch.context, launch.assignment)
+        tool.queued()
+        return redirect(url_for("page", launch_id=launch.id, m="regrading", n=str(count)), code=303)
 
     @app.post("/lti/a/<launch_id>/upload")
     def upload(launch_id: str) -> Any:
-        launch = the_launch(launch_id)
-        if not hmac.compare_digest(request.form.get("csrf", ""), session.get("csrf", "") or "-"):
-            raise Refused(403, "an upload must come from this tool's own page: reload it and upload again")
+        launch = checked_form(launch_id)
         if launch.role != "learner":
             raise Refused(403, "only a student's launch uploads a submission")
+        refusal = upload_refusal(launch)
+        if refusal:
+            raise Refused(refusal[0], f"not taken: {refusal[1]}")
         sent = request.files.get("file")
         if sent is None or not sent.filename:
             raise Refused(400, "choose a .py file or a notebook (.ipynb) to upload")
@@ -292,9 +330,12 @@ def create_app(tool: Tool) -> Flask:
     return app
 
 
-def _when(iso: str) -> Any:
-    from datetime import datetime
+def shown_time(when: datetime) -> str:
+    """'2026-03-01 11:00 UTC = 12:00 UTC+01:00', as the grader's pages say a deadline."""
+    return describe_time(utc_iso(when), offset_of(when))
 
+
+def _when(iso: str) -> datetime:
     return datetime.fromisoformat(iso)
 
 

@@ -29,6 +29,7 @@ import os
 import secrets
 import tomllib
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ from urllib.parse import urlsplit
 from grader.check.load import available_assignments
 from grader.errors import ConfigurationError
 from grader.paths import SOLUTIONS_DIR
+from grader.times import parse_time
 
 PLATFORM_KEYS = ("issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "key_set_url")
 DEFAULT_MAX_UPLOAD = 8 << 20  # bytes: a notebook with its figures; far more than any .py
@@ -55,6 +57,24 @@ class Platform:
 
 
 @dataclass(frozen=True)
+class Policy:
+    """What an assignment allows a student: uploads until ``deadline`` (None: always), at most ``attempts`` graded
+    uploads (None: any number)."""
+
+    deadline: datetime | None = None
+    attempts: int | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per student and assignment, against a flood: at most ``waiting`` uploads queued or being graded at once, and
+    ``per_hour`` uploads in any hour."""
+
+    waiting: int = 3
+    per_hour: int = 30
+
+
+@dataclass(frozen=True)
 class ServeConfig:
     url: str  # the tool's public base address, no trailing slash
     data: Path
@@ -70,6 +90,11 @@ class ServeConfig:
     # address from its X-Forwarded-* headers. Empty: none trusted.
     trusted_proxy: str = ""
     scheduler: str = ""  # a Dask scheduler's address: uploads graded on its cluster (grader grade --scheduler)
+    policies: dict[str, Policy] = field(default_factory=dict)  # by assignment; missing: Policy()
+    limits: Limits = field(default_factory=Limits)
+
+    def policy(self, assignment: str) -> Policy:
+        return self.policies.get(assignment, Policy())
     extra: dict[str, Any] = field(default_factory=dict)
 
     def launch_url(self, assignment: str) -> str:
@@ -159,12 +184,31 @@ def load_config(path: Path) -> ServeConfig:
         raise ConfigurationError(f"{where}: `graders` must be a whole number from 1 to 64")
     if not isinstance(max_upload, int) or not 1 <= max_upload <= 256 << 20:
         raise ConfigurationError(f"{where}: `max_upload_bytes` must be a whole number of bytes up to 256 MiB")
+    policies = {}
+    raw_policies = raw.get("policies", {})
+    if not isinstance(raw_policies, dict):
+        raise ConfigurationError(f"{where}: `policies` is a table of assignments ([policies.NAME])")
+    for name, policy in raw_policies.items():
+        if name not in offered or not isinstance(policy, dict):
+            raise ConfigurationError(f"{where}: [policies.{name}] names no assignment of `assignments`")
+        deadline = policy.get("deadline")
+        attempts = policy.get("attempts")
+        if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
+            raise ConfigurationError(f"{where}: [policies.{name}] attempts must be a whole number from 1")
+        policies[name] = Policy(
+            deadline=parse_time(deadline, what=f"[policies.{name}] deadline") if isinstance(deadline, str) else None,
+            attempts=attempts)
+    raw_limits = raw.get("limits", {})
+    if not isinstance(raw_limits, dict) or not all(isinstance(v, int) and v >= 1 for v in raw_limits.values()) \
+            or set(raw_limits) - {"waiting", "per_hour"}:
+        raise ConfigurationError(f"{where}: [limits] holds `waiting` and `per_hour`, whole numbers from 1")
     config = ServeConfig(
         url=url, data=base / raw.get("data", "serve-data"), assignments=tuple(offered), platforms=tuple(parsed),
         private_key=base / raw.get("private_key", "keys/tool.pem"),
         public_key=base / raw.get("public_key", "keys/tool.pub.pem"), solutions=solutions,
         max_upload_bytes=max_upload, graders=graders, sandbox=str(raw.get("sandbox", "require")),
-        trusted_proxy=str(raw.get("trusted_proxy", "")), scheduler=str(raw.get("scheduler", "")))
+        trusted_proxy=str(raw.get("trusted_proxy", "")), scheduler=str(raw.get("scheduler", "")),
+        policies=policies, limits=Limits(**raw_limits))
     ensure_key_pair(config.private_key, config.public_key)
     return config
 

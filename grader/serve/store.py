@@ -69,7 +69,7 @@ CREATE INDEX IF NOT EXISTS uploads_queue ON uploads (status, id);
 CREATE INDEX IF NOT EXISTS uploads_owner ON uploads (issuer, context, sub, assignment);
 CREATE TABLE IF NOT EXISTS scores (
     id INTEGER PRIMARY KEY,
-    upload INTEGER NOT NULL UNIQUE REFERENCES uploads(id),
+    upload INTEGER NOT NULL REFERENCES uploads(id),
     issuer TEXT NOT NULL,
     client_id TEXT NOT NULL,
     ags TEXT NOT NULL,
@@ -83,6 +83,7 @@ CREATE TABLE IF NOT EXISTS scores (
     accepted_at TEXT
 );
 CREATE INDEX IF NOT EXISTS scores_due ON scores (status, next_try);
+CREATE INDEX IF NOT EXISTS scores_upload ON scores (upload, id);
 """
 
 QUEUED, GRADING, GRADED, FAILED = "queued", "grading", "graded", "failed"
@@ -252,11 +253,30 @@ class ServeStore:
             "SELECT * FROM uploads WHERE issuer = ? AND context = ? AND assignment = ? ORDER BY id",
             (issuer, context, assignment))]
 
+    def counts_of(self, launch: Launch, since: str) -> tuple[int, int, int]:
+        """For the launch's student and assignment: uploads waiting (queued or being graded), uploads since
+        ``since`` (ISO time), and attempts (every upload but those the grader failed on)."""
+        (waiting, recent, attempts), = self._read(
+            """SELECT COALESCE(SUM(status IN (?, ?)), 0), COALESCE(SUM(submitted_at >= ?), 0),
+                      COALESCE(SUM(status != ?), 0)
+               FROM uploads WHERE issuer = ? AND context = ? AND sub = ? AND assignment = ?""",
+            (QUEUED, GRADING, since, FAILED, launch.issuer, launch.context, launch.sub, launch.assignment))
+        return waiting, recent, attempts
+
     def queue_position(self, upload: Upload) -> int:
         """How many uploads are graded before this one (0: being graded or next)."""
         (ahead,) = self._read("SELECT COUNT(*) FROM uploads WHERE status IN (?, ?) AND id < ?",
                               (QUEUED, GRADING, upload.id))[0]
         return ahead
+
+    def regrade(self, issuer: str, context: str, assignment: str) -> int:
+        """Each student's latest upload of the course's assignment queued again (the instructor's regrade, after the
+        checks changed); how many. One being graded or queued already is left as it is."""
+        with self.transaction() as db:
+            return db.execute(
+                """UPDATE uploads SET status = ? WHERE status IN (?, ?) AND id IN (
+                       SELECT MAX(id) FROM uploads WHERE issuer = ? AND context = ? AND assignment = ? GROUP BY sub)""",
+                (QUEUED, GRADED, FAILED, issuer, context, assignment)).rowcount
 
     def requeue_interrupted(self) -> int:
         """Uploads left being graded by a stop: queued again (at the next start)."""
@@ -285,14 +305,15 @@ class ServeStore:
                        "result_json = ? WHERE id = ?",
                        (status, reason, score, max_score, now_iso(), result_json, upload.id))
             if score_to_send is not None:
-                # An older upload's score not yet accepted would only put a stale grade over this one: superseded.
+                # A score of this student's not yet accepted (an older upload's, or this one's before a regrade)
+                # would only put a stale grade over this one: superseded. Every score sent stays, with its answer.
                 db.execute("""UPDATE scores SET status = ? WHERE status = ? AND upload IN (
                                   SELECT id FROM uploads WHERE issuer = ? AND context = ? AND sub = ? AND assignment = ?
-                                  AND id < ?)""",
+                                  AND id <= ?)""",
                            (SUPERSEDED, PENDING, upload.issuer, upload.context, upload.sub, upload.assignment,
                             upload.id))
                 launch, payload = score_to_send
-                db.execute("INSERT OR REPLACE INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
+                db.execute("INSERT INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (upload.id, launch.issuer, launch.client_id, json.dumps(launch.ags), json.dumps(payload),
                             PENDING, time.time()))
@@ -313,7 +334,8 @@ class ServeStore:
         return when
 
     def scores_of(self, upload_id: int) -> Score | None:
-        rows = self._read("SELECT * FROM scores WHERE upload = ?", (upload_id,))
+        """The upload's latest score (a regrade sends another)."""
+        rows = self._read("SELECT * FROM scores WHERE upload = ? ORDER BY id DESC LIMIT 1", (upload_id,))
         return self._score(rows[0]) if rows else None
 
     def all_scores(self) -> list[Score]:

@@ -10,7 +10,7 @@ OUT ?= out/$(ASSIGNMENT)
 JOBS ?=
 CHECK_OUT ?= out/check
 
-.PHONY: install python-version sandbox-deps kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean bench-review
+.PHONY: install python-version sandbox-deps kit system-deps test-tools grade check test test-assignment lint bench bench-kit soak screenshots gradescope clean bench-review bench-serve
 
 install: $(STAMP)
 
@@ -135,6 +135,11 @@ bench-review: $(STAMP)
 # How long the student kit's check() takes in a kernel, per question and per assignment (tests/kit_benchmark.py).
 bench-kit: $(STAMP)
 	$(BIN)/python -m tests.kit_benchmark
+
+# A deadline's rush on grader serve: 200 students launch from the test platform and upload within five minutes;
+# every upload graded and every score accepted, the pages' response times (tests/serve_benchmark.py).
+bench-serve: $(STAMP)
+	$(BIN)/python -m tests.serve_benchmark $(BENCH_ARGS)
 
 # The sample classes graded again and again through threads, job processes and Dask while a spinning process per
 # core competes for the CPU, each results.json compared with a calm run's (tests/soak.py; 25 minutes on 2 busy

@@ -11,8 +11,11 @@ import errno
 import http.cookiejar
 import os
 import re
+import signal
 import socket
 import stat
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -515,3 +518,34 @@ waiting = 1
     finally:
         service.close()
         platform.close()
+
+
+def test_grader_serve_runs_from_the_command_line_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """`grader serve --config FILE`: it prints the addresses to give the platform, answers, and stops in order on
+    SIGTERM (as a service manager stops it), with exit status 0."""
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url)
+    config_path = write_config(tmp_path, platform, tool_url)
+    process = subprocess.Popen([sys.executable, "-m", "grader", "serve", "--config", str(config_path), "--port",
+                                str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for("the tool's key set answers", lambda: _answers(f"{tool_url}/lti/jwks"), seconds=60)
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        platform.close()
+    assert process.returncode == 0, output
+    assert f"login (OIDC initiation): {tool_url}/lti/login" in output
+    assert f"key set (JWKS): {tool_url}/lti/jwks" in output
+    assert f"launch: {tool_url}/lti/launch/{ASSIGNMENT}" in output
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.ConnectionError:
+        return False

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -549,3 +549,41 @@ def _answers(url: str) -> bool:
         return requests.get(url, timeout=2).status_code == 200
     except requests.ConnectionError:
         return False
+
+
+def test_hidden_checks_held_back_until_the_deadline_and_the_score_sent_then(tmp_path: Path) -> None:
+    port = free_port()
+    tool_url = f"http://127.0.0.1:{port}"
+    platform = start_platform(tool_url)
+    platform.users = {"stu-h": {"sub": "stu-h", "role": LEARNER, "name": "Ha Student"}}
+    deadline = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=12)
+    config_path = write_config(tmp_path, platform, tool_url)
+    config_path.write_text(config_path.read_text(encoding="utf-8") + f"""
+[policies.{ASSIGNMENT}]
+deadline = "{deadline.isoformat()}"
+hidden = "after_deadline"
+""", encoding="utf-8")
+    service = start_tool(config_path, port)
+    sample = SAMPLES / "mistake_softmax_axis.py"
+    try:
+        session = browser()
+        page = launch(Course(platform, service, load_config(config_path), config_path, tool_url), session, "stu-h")
+        assert "the hidden checks count after it" in page.text
+        upload(session, page, "mine.py", sample.read_bytes())
+        wait_for("graded", lambda: 'data-status="graded"' in session.get(page.url, timeout=30).text, seconds=60)
+        before = session.get(page.url, timeout=30).text
+        assert datetime.now(UTC) < deadline, "graded too slowly for this test's deadline"
+        assert "(public checks)" in before and "at the deadline, with the hidden checks" in before
+        report_url = urljoin(page.url, re.search(r'href="([^"]+/report/\d+)"', before).group(1))
+        report = session.get(report_url, timeout=30).text
+        assert 'class="tag">hidden<' not in report and "The hidden checks are graded and count after" in report
+        assert not platform.scores_for("stu-h")  # held until the deadline
+        wait_for("the score at the deadline", lambda: platform.scores_for("stu-h"), seconds=60)
+        assert datetime.now(UTC) >= deadline
+        (sent,) = platform.scores_for("stu-h")
+        score, maximum = graders_score(sample, "stu-h")
+        assert (sent["scoreGiven"], sent["scoreMaximum"]) == (score, maximum)  # the hidden checks' included
+        assert 'class="tag">hidden<' in session.get(report_url, timeout=30).text
+    finally:
+        service.close()
+        platform.close()

@@ -13,6 +13,7 @@ Policy) and may be framed only by the registered platforms."""
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import secrets
@@ -31,6 +32,7 @@ from grader.files import write_bytes_atomic
 from grader.names import file_name
 from grader.record.result_json import result_from_json
 from grader.report import render_instructor_report, render_student_report
+from grader.results import PUBLIC, SubmissionResult
 from grader.serve.config import ServeConfig, session_secret
 from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
 from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
@@ -93,6 +95,15 @@ def upload_problem(name: str, data: bytes, limit: int) -> str:
         if not isinstance(notebook, dict) or not isinstance(notebook.get("cells", notebook.get("worksheets")), list):
             return "this .ipynb is not a notebook (it has no cells): download it again from Jupyter (File > Download)"
     return ""
+
+
+def public_only(result: SubmissionResult) -> SubmissionResult:
+    """The result as a student sees it before the deadline where the hidden checks count after it: the public checks
+    alone (and the questions that have some), the score theirs."""
+    questions = tuple(dataclasses.replace(q, checks=public) for q in result.questions
+                      if (public := tuple(c for c in q.checks if c.visibility == PUBLIC)))
+    note = "The hidden checks are graded and count after the deadline: this report shows the public checks only."
+    return dataclasses.replace(result, questions=questions, notes=(*result.notes, note))
 
 
 def partitioned_cookies(request: Any) -> Any:
@@ -238,13 +249,14 @@ def create_app(tool: Tool) -> Flask:
         if launch.role == "instructor":
             return instructor_page(launch)
         uploads = store.uploads_of(launch.issuer, launch.context, launch.sub, launch.assignment)
-        rows = [{"upload": u, "position": store.queue_position(u) if u.status == QUEUED else None,
-                 "score": store.scores_of(u.id)} for u in uploads]
-        waiting = any(u.status in (QUEUED, GRADING) for u in uploads)
         policy = config.policy(launch.assignment)
+        held = policy.holds_hidden(datetime.now(UTC))
+        rows = [{"upload": u, "position": store.queue_position(u) if u.status == QUEUED else None,
+                 "score": store.scores_of(u.id), "shown": shown_score(u, held)} for u in uploads]
+        waiting = any(u.status in (QUEUED, GRADING) for u in uploads)
         return render_template("student.html", launch=launch, rows=rows, waiting=waiting, csrf=csrf_token(),
                                deadline=shown_time(policy.deadline) if policy.deadline else "",
-                               attempts=policy.attempts, closed=upload_refusal(launch),
+                               attempts=policy.attempts, closed=upload_refusal(launch), held=held,
                                limit_mib=config.max_upload_bytes / 2**20, message=request.args.get("m", ""))
 
     def instructor_page(launch: Launch) -> str:
@@ -316,6 +328,8 @@ def create_app(tool: Tool) -> Flask:
         if found.result_json is None:
             abort(404, "this submission is not graded yet")
         result = result_from_json(found.result_json)
+        if launch.role != "instructor" and config.policy(launch.assignment).holds_hidden(datetime.now(UTC)):
+            result = public_only(result)
         title = f"{launch.assignment}: your report"
         if launch.role == "instructor":
             submission = Submission(student=found.sub, path=config.data / found.file, kind=found.kind,
@@ -328,6 +342,16 @@ def create_app(tool: Tool) -> Flask:
         return response
 
     return app
+
+
+def shown_score(upload: Upload, held: bool) -> str:
+    """The score on the student's page: the public checks' alone while the hidden ones are held back."""
+    if upload.result_json is None or upload.score is None or upload.max_score is None:
+        return ""
+    if not held:
+        return f"{upload.score:g} / {upload.max_score:g}"
+    public = public_only(result_from_json(upload.result_json))
+    return f"{public.score:g} / {public.max_score:g} (public checks)"
 
 
 def shown_time(when: datetime) -> str:

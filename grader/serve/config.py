@@ -59,10 +59,17 @@ class Platform:
 @dataclass(frozen=True)
 class Policy:
     """What an assignment allows a student: uploads until ``deadline`` (None: always), at most ``attempts`` graded
-    uploads (None: any number)."""
+    uploads (None: any number); ``hidden``: when the hidden checks count, "at_once" (the report as the grader writes
+    it, the score sent when graded) or "after_deadline" (until the deadline the student's pages show the public
+    checks only, and the score, the hidden checks' included, is sent at the deadline)."""
 
     deadline: datetime | None = None
     attempts: int | None = None
+    hidden: str = "at_once"
+
+    def holds_hidden(self, now: datetime) -> bool:
+        """Whether the hidden checks are held back from the student at ``now``."""
+        return self.hidden == "after_deadline" and self.deadline is not None and now < self.deadline
 
 
 @dataclass(frozen=True)
@@ -195,9 +202,13 @@ def load_config(path: Path) -> ServeConfig:
         attempts = policy.get("attempts")
         if attempts is not None and (not isinstance(attempts, int) or attempts < 1):
             raise ConfigurationError(f"{where}: [policies.{name}] attempts must be a whole number from 1")
+        hidden = policy.get("hidden", "at_once")
+        if hidden not in ("at_once", "after_deadline") or (hidden == "after_deadline" and deadline is None):
+            raise ConfigurationError(f"{where}: [policies.{name}] hidden is \"at_once\" or \"after_deadline\" (which "
+                                     "needs a deadline)")
         policies[name] = Policy(
             deadline=parse_time(deadline, what=f"[policies.{name}] deadline") if isinstance(deadline, str) else None,
-            attempts=attempts)
+            attempts=attempts, hidden=hidden)
     raw_limits = raw.get("limits", {})
     if not isinstance(raw_limits, dict) or not all(isinstance(v, int) and v >= 1 for v in raw_limits.values()) \
             or set(raw_limits) - {"waiting", "per_hour"}:

@@ -298,8 +298,10 @@ class ServeStore:
         return self.upload(row[0])
 
     def finish(self, upload: Upload, *, status: str, reason: str, score: float | None, max_score: float | None,
-               result_json: str | None, score_to_send: tuple[Launch, dict[str, Any]] | None) -> None:
-        """An upload graded: its result, and the score to send (if any) queued in the same transaction."""
+               result_json: str | None, score_to_send: tuple[Launch, dict[str, Any]] | None,
+               send_from: float | None = None) -> None:
+        """An upload graded: its result, and the score to send (if any) queued in the same transaction, to be sent
+        from ``send_from`` (a Unix time: the deadline, where the hidden checks count after it) or at once."""
         with self.transaction() as db:
             db.execute("UPDATE uploads SET status = ?, status_reason = ?, score = ?, max_score = ?, graded_at = ?, "
                        "result_json = ? WHERE id = ?",
@@ -316,13 +318,15 @@ class ServeStore:
                 db.execute("INSERT INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (upload.id, launch.issuer, launch.client_id, json.dumps(launch.ags), json.dumps(payload),
-                            PENDING, time.time()))
+                            PENDING, max(send_from or 0.0, time.time())))
 
     # scores: the outbox to the platform
     def retry_now(self) -> int:
-        """Every score not yet accepted, due at once (a start: the platform may have been back for long)."""
+        """Every score not yet accepted and already tried, due at once (a start: the platform may have been back for
+        long); a score held for a deadline stays held."""
         with self.transaction() as db:
-            return db.execute("UPDATE scores SET next_try = ? WHERE status = ?", (time.time(), PENDING)).rowcount
+            return db.execute("UPDATE scores SET next_try = ? WHERE status = ? AND attempts > 0",
+                              (time.time(), PENDING)).rowcount
 
     def due_scores(self, limit: int = 20) -> list[Score]:
         return [self._score(row) for row in self._read(

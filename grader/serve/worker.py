@@ -163,9 +163,11 @@ class Background:
         failed = result.status == INTERNAL
         # A score the grader failed on is not the student's: kept for the instructor, never sent.
         to_send = None if failed else (launch, score_payload(launch, result, graded_at))
+        policy = self.config.policy(upload.assignment)
+        held = policy.deadline.timestamp() if policy.holds_hidden(datetime.now(UTC)) and policy.deadline else None
         self.store.finish(upload, status=FAILED if failed else GRADED, reason=result.reason,
                           score=result.score, max_score=result.max_score, result_json=result_to_json(result),
-                          score_to_send=to_send)
+                          score_to_send=to_send, send_from=held)
         with self.gradebook_lock, Gradebook(self.data / GRADEBOOK) as gradebook:
             gradebook.record(result)
         self.wake()

@@ -587,3 +587,28 @@ hidden = "after_deadline"
     finally:
         service.close()
         platform.close()
+
+
+def test_the_score_sender_survives_a_failure_of_its_own_and_tries_again(course: Course,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """pylti1p3 raising a plain Exception (an issuer no longer in the configuration, say) is kept as the score's
+    answer; the sender goes on, and the score is accepted once sending works."""
+    monkeypatch.setattr(worker, "FIRST_RETRY_S", 0.2)
+    real = worker.send_score
+
+    def broken(*args: object, **kwargs: object) -> tuple[bool, int | None, str]:
+        raise Exception("iss http://gone not found in settings")
+
+    monkeypatch.setattr(worker, "send_score", broken)
+    course.platform.users["stu-s"] = {"sub": "stu-s", "role": LEARNER, "name": "Sa Student"}
+    session = browser()
+    page = launch(course, session, "stu-s")
+    upload(session, page, "s.py", (SAMPLES / "einsum_style.py").read_bytes())
+
+    def tried() -> list:
+        return [s for s in course.service.store.all_scores() if s.payload["userId"] == "stu-s" and s.attempts]
+
+    wait_for("a failed try recorded", tried)
+    assert "not found in settings" in tried()[0].answer and tried()[0].status == "pending"
+    monkeypatch.setattr(worker, "send_score", real)
+    wait_for("the score accepted", lambda: course.platform.scores_for("stu-s"))

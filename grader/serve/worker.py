@@ -10,6 +10,7 @@ scores not yet accepted are sent again."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import traceback
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from grader.serve.store import FAILED, GRADED, Launch, Score, ServeStore, Upload
 FIRST_RETRY_S = 2.0
 LONGEST_WAIT_S = 300.0  # the bound of the backoff: a platform down for hours is tried every five minutes
 IDLE_POLL_S = 1.0
+FAULT_PAUSE_S = 5.0
 
 
 def retry_delay(attempts: int) -> float:
@@ -131,11 +133,14 @@ class Background:
         workers: dict[str, Worker] = {}
         try:
             while not self.stopping.is_set():
-                upload = self.store.take_next()
-                if upload is None:
-                    self._wait(IDLE_POLL_S)
-                    continue
-                self.grade(upload, workers)
+                try:
+                    upload = self.store.take_next()
+                    if upload is None:
+                        self._wait(IDLE_POLL_S)
+                        continue
+                    self.grade(upload, workers)
+                except Exception:  # the database refused (a full disk): said, and the thread goes on
+                    self._fault("grading")
         finally:
             for worker in workers.values():
                 worker.close()
@@ -188,15 +193,28 @@ class Background:
     # ----- scores -------------------------------------------------------------------------------------------------
     def _send_loop(self) -> None:
         while not self.stopping.is_set():
-            for score in self.store.due_scores():
-                if self.stopping.is_set():
-                    return
-                self.send(score)
-            due = self.store.next_score_due()
+            try:
+                for score in self.store.due_scores():
+                    if self.stopping.is_set():
+                        return
+                    self.send(score)
+                due = self.store.next_score_due()
+            except Exception:
+                self._fault("sending scores")
+                due = None
             wait = IDLE_POLL_S if due is None else max(0.05, min(IDLE_POLL_S, due - datetime.now(UTC).timestamp()))
             self._wait(wait)
 
+    def _fault(self, what: str) -> None:
+        """An unexpected failure in a background thread: printed with its traceback; the thread waits a moment
+        and goes on (what it held is taken again: an upload at the next start, a score at its next try)."""
+        print(f"grader serve: {what} failed, going on:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+        self._wait(FAULT_PAUSE_S)
+
     def send(self, score: Score) -> None:
-        accepted, status, answer = send_score(self.conf, score.issuer, score.client_id, score.ags, score.payload)
+        try:
+            accepted, status, answer = send_score(self.conf, score.issuer, score.client_id, score.ags, score.payload)
+        except Exception as exc:  # pylti1p3 says an issuer no longer configured with a plain Exception
+            accepted, status, answer = False, None, f"{type(exc).__name__}: {exc}"
         self.store.score_tried(score, accepted=accepted, http_status=status, answer=answer,
                                retry_in_s=0 if accepted else retry_delay(score.attempts + 1))

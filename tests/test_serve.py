@@ -35,7 +35,7 @@ from grader.serve.config import ServeConfig, load_config
 from grader.serve.server import Service, serve_tool
 
 from .conftest import SAMPLES
-from .lti_platform import CLIENT_ID, DEPLOYMENT_ID, INSTRUCTOR, LEARNER, CoursePlatform, start_platform
+from .lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT_ID, INSTRUCTOR, LEARNER, CoursePlatform, start_platform
 
 ASSIGNMENT = "attention_scoring"
 GRADED_WITHIN_S = 120.0
@@ -612,3 +612,41 @@ def test_the_score_sender_survives_a_failure_of_its_own_and_tries_again(course: 
     assert "not found in settings" in tried()[0].answer and tried()[0].status == "pending"
     monkeypatch.setattr(worker, "send_score", real)
     wait_for("the score accepted", lambda: course.platform.scores_for("stu-s"))
+
+
+def test_an_instructors_marks_from_the_review_app_are_sent_with_send_marks(course: Course) -> None:
+    """A check's points overridden in the review app's store (what `grader review DATA` writes): Send marks puts it
+    on the student's latest result, sends the new score, and the student's report gives the reason."""
+    from grader.adjust.marking_store import MarkingStore
+    from grader.record.result_json import result_from_json
+
+    course.platform.users["stu-m"] = {"sub": "stu-m", "role": LEARNER, "name": "Mo Student"}
+    session = browser()
+    page = launch(course, session, "stu-m")
+    upload(session, page, "m.py", (SAMPLES / "einsum_style.py").read_bytes())
+    wait_for("stu-m's first score", lambda: course.platform.scores_for("stu-m"))
+    (graded,) = [u for u in course.service.store.uploads_for(course.platform.url, CONTEXT, ASSIGNMENT)
+                 if u.sub == "stu-m"]
+    check = result_from_json(graded.result_json).checks[0]
+    with MarkingStore(course.config.data / "gradebook.sqlite", ASSIGNMENT) as marks:
+        marks.save_override("stu-m", check.check_id, points=0.0, maximum=check.max_score,
+                            reason="the same code as another student's", base_version=0, author="prof")
+    teacher = browser()
+    desk = launch(course, teacher, "prof")
+    action = re.search(r'<form method="post" action="([^"]+)" class="marks">', desk.text).group(1)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', desk.text).group(1)
+    sent = teacher.post(urljoin(desk.url, action), data={"csrf": csrf}, timeout=60)
+    assert sent.status_code == 200 and 'id="marks-sent"' in sent.text
+    wait_for("the marked score sent", lambda: len(course.platform.scores_for("stu-m")) == 2)
+    first, marked = course.platform.scores_for("stu-m")
+    assert marked["scoreGiven"] == first["scoreGiven"] - check.max_score
+    page = session.get(page.url, timeout=30)
+    report = session.get(urljoin(page.url, re.search(r'href="([^"]+/report/\d+)" class="score"', page.text).group(1)),
+                         timeout=30)
+    assert "the same code as another student&#39;s" in report.text
+    # Sending again with nothing changed sends nothing.
+    again = teacher.post(urljoin(desk.url, action), data={"csrf": csrf}, timeout=60)
+    assert 'id="marks-sent"' in again.text
+    time.sleep(1.0)
+    assert len(course.platform.scores_for("stu-m")) == 2
+

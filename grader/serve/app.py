@@ -56,6 +56,9 @@ class Tool:
     store: ServeStore
     conf: Any
     queued: Callable[[], None] = lambda: None
+    # Put the instructor's marks on each student's latest result, sending what changed (issuer, context,
+    # assignment) -> how many scores were queued (worker.Background.send_marks).
+    send_marks: Callable[[str, str, str], int] = lambda issuer, context, assignment: 0
 
 
 class Refused(Exception):
@@ -279,6 +282,14 @@ def create_app(tool: Tool) -> Flask:
         if not hmac.compare_digest(request.form.get("csrf", ""), session.get("csrf", "") or "-"):
             raise Refused(403, "a change must come from this tool's own page: reload it and try again")
         return launch
+
+    @app.post("/lti/a/<launch_id>/marks")
+    def send_marks(launch_id: str) -> Any:
+        launch = checked_form(launch_id)
+        if launch.role != "instructor":
+            raise Refused(403, "only an instructor's launch sends marks")
+        count = tool.send_marks(launch.issuer, launch.context, launch.assignment)
+        return redirect(url_for("page", launch_id=launch.id, m="marks", n=str(count)), code=303)
 
     @app.post("/lti/a/<launch_id>/regrade")
     def regrade(launch_id: str) -> Any:

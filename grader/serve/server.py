@@ -46,7 +46,7 @@ def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     store = ServeStore(config.data / "serve.sqlite")
     conf = tool_conf(config)
     background = Background(config, store, conf)
-    app = create_app(Tool(config, store, conf, queued=background.wake))
+    app = create_app(Tool(config, store, conf, queued=background.wake, send_marks=background.send_marks))
     proxy = {}
     if config.trusted_proxy:
         proxy = {"trusted_proxy": config.trusted_proxy,

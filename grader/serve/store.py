@@ -307,18 +307,36 @@ class ServeStore:
                        "result_json = ? WHERE id = ?",
                        (status, reason, score, max_score, now_iso(), result_json, upload.id))
             if score_to_send is not None:
-                # A score of this student's not yet accepted (an older upload's, or this one's before a regrade)
-                # would only put a stale grade over this one: superseded. Every score sent stays, with its answer.
-                db.execute("""UPDATE scores SET status = ? WHERE status = ? AND upload IN (
-                                  SELECT id FROM uploads WHERE issuer = ? AND context = ? AND sub = ? AND assignment = ?
-                                  AND id <= ?)""",
-                           (SUPERSEDED, PENDING, upload.issuer, upload.context, upload.sub, upload.assignment,
-                            upload.id))
-                launch, payload = score_to_send
-                db.execute("INSERT INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           (upload.id, launch.issuer, launch.client_id, json.dumps(launch.ags), json.dumps(payload),
-                            PENDING, max(send_from or 0.0, time.time())))
+                self._queue_score(db, upload, *score_to_send, send_from=send_from)
+
+    def latest_graded(self, issuer: str, context: str, assignment: str) -> list[Upload]:
+        """Each student's latest upload of the course's assignment, where it is graded."""
+        return [Upload(*row) for row in self._read(
+            """SELECT * FROM uploads WHERE id IN (
+                   SELECT MAX(id) FROM uploads WHERE issuer = ? AND context = ? AND assignment = ? GROUP BY sub)
+               AND status = ? ORDER BY id""", (issuer, context, assignment, GRADED))]
+
+    def adjusted(self, upload: Upload, *, score: float, max_score: float, result_json: str,
+                 score_to_send: tuple[Launch, dict[str, Any]] | None, send_from: float | None = None) -> None:
+        """An upload's result with the instructor's marks put on it, and its new score queued (if it changed)."""
+        with self.transaction() as db:
+            db.execute("UPDATE uploads SET score = ?, max_score = ?, result_json = ? WHERE id = ?",
+                       (score, max_score, result_json, upload.id))
+            if score_to_send is not None:
+                self._queue_score(db, upload, *score_to_send, send_from=send_from)
+
+    def _queue_score(self, db: sqlite3.Connection, upload: Upload, launch: Launch, payload: dict[str, Any], *,
+                     send_from: float | None) -> None:
+        # A score of this student's not yet accepted (an older upload's, or this one's before a regrade) would only
+        # put a stale grade over this one: superseded. Every score sent stays, with its answer.
+        db.execute("""UPDATE scores SET status = ? WHERE status = ? AND upload IN (
+                          SELECT id FROM uploads WHERE issuer = ? AND context = ? AND sub = ? AND assignment = ?
+                          AND id <= ?)""",
+                   (SUPERSEDED, PENDING, upload.issuer, upload.context, upload.sub, upload.assignment, upload.id))
+        db.execute("INSERT INTO scores (upload, issuer, client_id, ags, payload, status, next_try) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (upload.id, launch.issuer, launch.client_id, json.dumps(launch.ags), json.dumps(payload),
+                    PENDING, max(send_from or 0.0, time.time())))
 
     # scores: the outbox to the platform
     def retry_now(self) -> int:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from grader.adjust import Adjustments, DeadlineRule
 from grader.check.load import load_assignment
 from grader.check.spec import Assignment
 from grader.discover import Submission
@@ -166,10 +167,11 @@ class Background:
             result = grader_failed_result(submission, assignment, path.parent, detail=traceback.format_exc())
         graded_at = datetime.now(UTC).isoformat(timespec="seconds")
         failed = result.status == INTERNAL
+        if not failed:
+            result = self.adjusted(result, assignment)
         # A score the grader failed on is not the student's: kept for the instructor, never sent.
         to_send = None if failed else (launch, score_payload(launch, result, graded_at))
-        policy = self.config.policy(upload.assignment)
-        held = policy.deadline.timestamp() if policy.holds_hidden(datetime.now(UTC)) and policy.deadline else None
+        held = self.held_until(upload.assignment)
         self.store.finish(upload, status=FAILED if failed else GRADED, reason=result.reason,
                           score=result.score, max_score=result.max_score, result_json=result_to_json(result),
                           score_to_send=to_send, send_from=held)
@@ -189,6 +191,43 @@ class Background:
             return result_from_json(future.result())
         finally:
             future.release()
+
+    def held_until(self, assignment: str) -> float | None:
+        """When a score of ``assignment`` graded now may be sent: its deadline, where the hidden checks count after
+        it and it is still ahead; None: at once."""
+        policy = self.config.policy(assignment)
+        if policy.deadline is not None and policy.holds_hidden(datetime.now(UTC)):
+            return policy.deadline.timestamp()
+        return None
+
+    def adjusted(self, result: SubmissionResult, assignment: Assignment) -> SubmissionResult:
+        """``result`` with the instructor's marks: the review app's (``grader review DATA``: written answers marked,
+        checks' points overridden, each with its reason) and manual.csv's in the data folder, as ``grader grade``
+        puts them on. No late penalty: a deadline here closes uploads."""
+        with self.gradebook_lock:
+            return Adjustments(self.data, assignment, DeadlineRule(None)).apply(result, None)
+
+    def send_marks(self, issuer: str, context: str, assignment: str) -> int:
+        """The instructor's marks put on each student's latest graded upload of the course's assignment, and each
+        score that changed sent again; how many were queued."""
+        spec = self.assignments[assignment]
+        with self.gradebook_lock:
+            adjustments = Adjustments(self.data, spec, DeadlineRule(None))
+        queued = 0
+        for upload in self.store.latest_graded(issuer, context, assignment):
+            launch = self.store.launch(upload.launch)
+            if launch is None or upload.result_json is None:
+                continue
+            result = adjustments.apply(result_from_json(upload.result_json), None)
+            last = self.store.scores_of(upload.id)
+            changed = last is None or last.payload.get("scoreGiven") != round(result.score, 4)
+            to_send = (launch, score_payload(launch, result, datetime.now(UTC).isoformat(timespec="seconds")))
+            self.store.adjusted(upload, score=result.score, max_score=result.max_score,
+                                result_json=result_to_json(result), score_to_send=to_send if changed else None,
+                                send_from=self.held_until(assignment))
+            queued += changed
+        self.wake()
+        return queued
 
     # ----- scores -------------------------------------------------------------------------------------------------
     def _send_loop(self) -> None:

@@ -194,6 +194,8 @@ def test_a_student_launches_uploads_and_the_platform_receives_the_graders_score(
     session = browser()
     page = launch(course, session, "stu-1")
     assert "Your submissions" in page.text and "Hand in" in page.text
+    # Only the platform's pages may frame the tool's (its issuer, login and token addresses: one origin here).
+    assert page.headers["Content-Security-Policy"].endswith(f"frame-ancestors 'self' {course.platform.url}")
     for cookie in session.cookies:  # what the platform's iframe needs
         assert cookie.secure and cookie.get_nonstandard_attr("SameSite") == "None", cookie.name
         assert cookie.has_nonstandard_attr("Partitioned"), cookie.name
@@ -319,6 +321,11 @@ def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
                     'auth_login_url = "https://lms/auth"\nauth_token_url = "https://lms/token"\n'
                     'key_set_url = "https://lms/jwks"\n', encoding="utf-8")
     with pytest.raises(ConfigurationError, match="can be read by others"):
+        load_config(path)
+    os.chmod(key, 0o600)
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        'assignments = ["attention_scoring"]', 'assignments = ["attention_scoring"]\nframe_ancestors = ["lms"]'))
+    with pytest.raises(ConfigurationError, match="frame_ancestors"):
         load_config(path)
 
 

@@ -134,8 +134,12 @@ def create_app(tool: Tool) -> Flask:
         MAX_CONTENT_LENGTH=config.max_upload_bytes + (64 << 10),  # the form's own fields beside the file
         SESSION_COOKIE_NAME="grader_serve", SESSION_COOKIE_SAMESITE="None", SESSION_COOKIE_SECURE=True,
         SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_PARTITIONED=True, PERMANENT_SESSION_LIFETIME=12 * 3600)
+    # Who may frame the pages: each platform's own addresses (Moodle's issuer is its site; Canvas cloud's issuer and
+    # login are canvas.instructure.com and sso.canvaslms.com, its token address the school's own site), and any
+    # the configuration adds (frame_ancestors).
     frames = " ".join(sorted({_origin(p.issuer) for p in config.platforms if "://" in p.issuer}
-                             | {_origin(p.auth_login_url) for p in config.platforms}))
+                             | {_origin(u) for p in config.platforms for u in (p.auth_login_url, p.auth_token_url)}
+                             | set(config.frame_ancestors)))
     storage = StoredLaunchData(store)
 
     def lti_request() -> Any:

@@ -97,6 +97,9 @@ class ServeConfig:
     # address from its X-Forwarded-* headers. Empty: none trusted.
     trusted_proxy: str = ""
     scheduler: str = ""  # a Dask scheduler's address: uploads graded on its cluster (grader grade --scheduler)
+    # Origins besides the platforms' own addresses whose pages may frame the tool (a platform served under
+    # another name than its issuer, token and login addresses).
+    frame_ancestors: tuple[str, ...] = ()
     policies: dict[str, Policy] = field(default_factory=dict)  # by assignment; missing: Policy()
     limits: Limits = field(default_factory=Limits)
 
@@ -213,13 +216,19 @@ def load_config(path: Path) -> ServeConfig:
     if not isinstance(raw_limits, dict) or not all(isinstance(v, int) and v >= 1 for v in raw_limits.values()) \
             or set(raw_limits) - {"waiting", "per_hour"}:
         raise ConfigurationError(f"{where}: [limits] holds `waiting` and `per_hour`, whole numbers from 1")
+    frame_ancestors = raw.get("frame_ancestors", [])
+    if not isinstance(frame_ancestors, list) or not all(
+            isinstance(a, str) and urlsplit(a).scheme in ("http", "https") and urlsplit(a).netloc
+            and not urlsplit(a).path.strip("/") for a in frame_ancestors):
+        raise ConfigurationError(f"{where}: `frame_ancestors` lists origins such as \"https://lms.example.edu\"")
     config = ServeConfig(
         url=url, data=base / raw.get("data", "serve-data"), assignments=tuple(offered), platforms=tuple(parsed),
         private_key=base / raw.get("private_key", "keys/tool.pem"),
         public_key=base / raw.get("public_key", "keys/tool.pub.pem"), solutions=solutions,
         max_upload_bytes=max_upload, graders=graders, sandbox=str(raw.get("sandbox", "require")),
         trusted_proxy=str(raw.get("trusted_proxy", "")), scheduler=str(raw.get("scheduler", "")),
-        policies=policies, limits=Limits(**raw_limits))
+        policies=policies, limits=Limits(**raw_limits),
+        frame_ancestors=tuple(a.rstrip("/") for a in frame_ancestors))
     ensure_key_pair(config.private_key, config.public_key)
     return config
 

@@ -9,11 +9,10 @@ In a markdown cell (a written answer) it is the placeholder the grader strips fr
 
 from __future__ import annotations
 
-from grader.discover.program import PLACEHOLDER_ANSWER
+from grader.discover.program import CODE_STUB, PLACEHOLDER_ANSWER
 from grader.errors import ConfigurationError
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError")
 
 
 def has_markers(source: str) -> bool:

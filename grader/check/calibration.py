@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from grader.check.load import load_solution_module
 from grader.check.staged import Rates, StagedVerdict, calibrate, error_rates
 from grader.errors import ConfigurationError
 
@@ -85,8 +86,6 @@ class _Run:
 
 def declared(name: str, solutions_dir: Path) -> Calibration:
     """The assignment's ``CALIBRATION`` (its ``calibration.py``)."""
-    from grader.check.load import load_solution_module  # the loader imports the checks, which import this module
-
     path = solutions_dir / name / f"{DECLARATION_MODULE}.py"
     if not path.is_file():
         raise ConfigurationError(f"{name}: no {path}: an assignment whose checks train something declares "

@@ -32,7 +32,7 @@ from grader.check.seeds import check_seed
 from grader.check.shrink import smallest_case
 from grader.check.spec import Assignment, CheckSpec, Question
 from grader.check.student import KnownSources, StudentCode, hidden_raised_hint, missing_name, without_sizes
-from grader.discover.program import CodeUnit, Program
+from grader.discover.program import CODE_STUB, CodeUnit, Program
 from grader.errors import CallTimedOut, ConfigurationError, NotCalledAgain, ProcessDied, StudentRaised, WrongAnswer
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
@@ -128,9 +128,10 @@ _CHOICE_AFTER = {PASSED: "it passes", VALUES: "it runs to a comparison of values
 
 
 def _is_template_stub(where: Sequence[object]) -> bool:
-    """The raise is the template's own line (grader/assign/markers.py), not one the student wrote."""
+    """The raise is the template's own line (``CODE_STUB``, which grader/assign/markers.py writes), not one the
+    student wrote."""
     text = str(where[-1]).strip() if where else ""
-    return text in ("raise NotImplementedError", "raise NotImplementedError()")
+    return text in (CODE_STUB[-1], f"{CODE_STUB[-1]}()")
 
 
 def _titles(titles: Sequence[str]) -> str:

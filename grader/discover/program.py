@@ -29,8 +29,10 @@ from grader.discover.finder import Submission
 from grader.errors import InvalidSubmission
 from grader.names import readable
 
-# What the templates put in an answer cell before the student writes anything.
+# What the templates put in an answer cell before the student writes anything, and in place of a code answer (the
+# grader reads both back: an untouched answer is no answer, an untouched raise is "not written yet").
 PLACEHOLDER_ANSWER = "_Write your answer here._"
+CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError")
 
 
 # The one rule for an answer's header: a first line "Your answer", or "Your answer to ..." (bold, italic or a

@@ -100,6 +100,7 @@ def test_a_new_assignment_with_a_training_and_a_written_question_passes_its_own_
 
     spec = load_assignment(NAME, solutions_dir=solutions)
     assert spec.authoring_warnings() == []
+    assert spec.warm_up == "optimizer"  # its harness makes torch's Adam: the zygote pays the compiler's import once
     assert [w.id for w in spec.written] == ["why_zero"] and spec.written[0].points == 4
     assert sorted(v.id for v in spec.variants) == ["q1.no_mask", "q2.scores_ignored"]
     sample = tmp_path / "submissions" / NAME / SAMPLE

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grader.check import load_assignment, load_solution_module
+from grader.check.provided import ProvidedFile
 from grader.discover import Submission
 from grader.execute import isolation
-from grader.execute.workers import Worker
+from grader.execute.workers import WarmUp, Worker
 from grader.pipeline import ClassRun, RunRequest, grade_class
 from grader.pipeline.submission_run import grade_submission
 
@@ -247,13 +252,75 @@ def test_the_training_stops_at_the_first_stage_that_decides_and_says_so(sample: 
         assert (exact >= stage.pass_at) if passes else (exact < stage.fail_below), (student, exact, stage)
 
 
-def test_a_worker_ready_to_train_stays_warm_from_one_submission_to_the_next() -> None:
-    """Its zygote pays the first optimiser's cost once (torch's compiler, imported then, makes a cache folder in the
-    temporary folder as the zygote's user); nothing of that may be left for the clean after a submission to find,
-    or every practical10 submission would start a new zygote (2 s each)."""
+@settings(max_examples=30, deadline=None)
+@given(shapes=st.lists(st.tuples(st.integers(1, 5), st.integers(1, 5)), min_size=1, max_size=4),
+       used=st.lists(st.lists(st.booleans(), min_size=4, max_size=4), min_size=1, max_size=6),
+       lr=st.sampled_from([1e-4, 1e-3, 3e-3, 0.1]), seed=st.integers(0, 2**16))
+def test_the_harness_adam_is_torch_adam_bit_for_bit(shapes: list[tuple[int, int]], used: list[list[bool]], lr: float,
+                                                     seed: int) -> None:
+    """The harness trains with its own Adam (torch's class imports torch's compiler when first made: 0.8 s a
+    process); the calibrated stages were measured with torch's, so every step must give the very same parameters,
+    including for a parameter that has no gradient at some steps (a part the student's attention left unused)."""
+    harness = measure.load_harness()
+    generator = torch.Generator().manual_seed(seed)
+    start = [torch.randn(shape, generator=generator, dtype=torch.float32) for shape in shapes]
+    ours, theirs = ([p.clone().requires_grad_() for p in start] for _ in range(2))
+    optimizers = harness.Adam(ours, lr=lr), torch.optim.Adam(theirs, lr=lr)
+    targets = [torch.randn(shape, generator=generator) for shape in shapes]
+    for step in used:
+        for params, optimizer in zip((ours, theirs), optimizers):
+            optimizer.zero_grad()
+            terms = [((p - t).sin() ** 2).sum() for p, t, u in zip(params, targets, step) if u]
+            if terms:
+                sum(terms).backward()
+            optimizer.step()
+        for mine, torchs in zip(ours, theirs):
+            assert torch.equal(mine, torchs), (step, (mine - torchs).abs().max())
+
+
+def test_the_harness_trains_without_importing_torchs_compiler() -> None:
+    """What the harness's own Adam is for: a process that trains with it never imports torch._dynamo."""
+    program = ("import sys, torch\n"
+               f"sys.path.insert(0, {str(SAMPLES.parents[2] / 'assignments' / 'practical10')!r})\n"
+               "import reversal\n"
+               "training = reversal.Training(None, reversal.Config(train_size=64, epochs=1), log=lambda line: None)\n"
+               "training.until(1)\n"
+               "print('torch._dynamo' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_zygote_imports_torchs_compiler_only_for_a_harness_that_makes_a_torch_optimizer() -> None:
+    spec = load_assignment("practical10")
+    assert spec.warm_up == "training"
+    assert load_assignment("attention_scoring").warm_up == ""
+    made = {f.name: f.makes_torch_optimizer for f in spec.provided_files}
+    assert made["reversal.py"] is False and not any(made.values())
+
+
+@pytest.mark.parametrize("source, makes", [
+    ("import torch\nopt = torch.optim.Adam(model.parameters())", True),
+    ("from torch import optim\nopt = optim.SGD(ps, lr=0.1)", True),
+    ("from torch.optim import AdamW", True),
+    ("import torch.optim as optim", True),
+    ("from torch import nn, optim", True),
+    ("import torch\n# torch.optim.Adam is slow to make\nname = 'torch.optim'", False),
+    ("from torch import nn\noptimizer = Adam(params)", False),
+    ("def (:", False),
+])
+def test_a_provided_file_is_told_to_make_a_torch_optimizer_from_its_code(source: str, makes: bool) -> None:
+    assert ProvidedFile("harness.py", source, reference=False).makes_torch_optimizer is makes
+
+
+@pytest.mark.parametrize("warm_up", ["training", "optimizer"])
+def test_a_worker_ready_to_train_stays_warm_from_one_submission_to_the_next(warm_up: WarmUp) -> None:
+    """Its zygote pays a model's first pass once, and with "optimizer" the first torch optimiser's cost (torch's
+    compiler, imported then, makes a cache folder in the temporary folder as the zygote's user); nothing of that may
+    be left for the clean after a submission to find, or every practical10 submission would start a new zygote (2 s
+    each)."""
     spec = load_assignment("practical10")
     assert spec.trains
-    worker = Worker(sandbox=isolation.detect(), device="cpu", limits=spec.limits, training=True)
+    worker = Worker(sandbox=isolation.detect(), device="cpu", limits=spec.limits, warm_up=warm_up)
     try:
         path = SAMPLES / "reference_style.py"
         result = grade_submission(submission=Submission("s1", path, "python", datetime.now(UTC)), assignment=spec,

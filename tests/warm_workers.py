@@ -24,7 +24,7 @@ from grader.discover import Submission
 from grader.execute import isolation
 from grader.execute.isolation import Sandbox
 from grader.execute.limits import Limits
-from grader.execute.workers import Worker, WorkerPool
+from grader.execute.workers import WarmUp, Worker, WorkerPool
 from grader.pipeline import grade_submission
 from grader.pipeline.backends import threads
 from grader.results import SubmissionResult
@@ -34,7 +34,7 @@ def grade_one(*, submission: Submission, assignment: Assignment, root: Path, lim
               device: str = "cpu") -> SubmissionResult:
     """``grade_submission`` with the module's warm worker for these limits, started on first use."""
     limits = limits or assignment.limits
-    pool = module_pool(size=1, sandbox=isolation.detect(), device=device, limits=limits, training=assignment.trains)
+    pool = module_pool(size=1, sandbox=isolation.detect(), device=device, limits=limits, warm_up=assignment.warm_up)
     with pool.acquire() as worker:
         return grade_submission(submission=submission, assignment=assignment, root=root, limits=limits,
                                 device=device, worker=worker)
@@ -48,8 +48,8 @@ class ModulePool(WorkerPool):
     (bubblewrap's --die-with-parent is the kernel's parent-death signal, which follows the starting thread, not its
     process), and a run's grading threads end with the run."""
 
-    def __init__(self, *, size: int, sandbox: Sandbox, device: str, limits: Limits, training: bool = False) -> None:
-        super().__init__(size=size, sandbox=sandbox, device=device, limits=limits, training=training)
+    def __init__(self, *, size: int, sandbox: Sandbox, device: str, limits: Limits, warm_up: WarmUp = "") -> None:
+        super().__init__(size=size, sandbox=sandbox, device=device, limits=limits, warm_up=warm_up)
         self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="module-workers")
 
     @contextmanager
@@ -73,17 +73,17 @@ class ModulePool(WorkerPool):
 
     @property
     def key(self) -> tuple[int, Sandbox, str, Limits, bool]:
-        return len(self._all), self.sandbox, self.device, self.limits, self._all[0].training
+        return len(self._all), self.sandbox, self.device, self.limits, self._all[0].warm_up
 
 
 _class_pools: dict[tuple[int, Sandbox, str, Limits, bool], ModulePool] = {}
 
 
-def module_pool(*, size: int, sandbox: Sandbox, device: str, limits: Limits, training: bool = False) -> ModulePool:
+def module_pool(*, size: int, sandbox: Sandbox, device: str, limits: Limits, warm_up: WarmUp = "") -> ModulePool:
     """The module's pool for a class run's workers (what the threads back-end asks ``WorkerPool`` for)."""
-    key = (max(1, size), sandbox, device, limits, training)
+    key = (max(1, size), sandbox, device, limits, warm_up)
     if key not in _class_pools:
-        _class_pools[key] = ModulePool(size=size, sandbox=sandbox, device=device, limits=limits, training=training)
+        _class_pools[key] = ModulePool(size=size, sandbox=sandbox, device=device, limits=limits, warm_up=warm_up)
     return _class_pools[key]
 
 

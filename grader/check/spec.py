@@ -20,6 +20,7 @@ from grader.times import LatePolicy, parse_time
 
 if TYPE_CHECKING:
     from grader.check.context import CheckContext
+    from grader.execute.workers import WarmUp
 
 CheckFunction = Callable[["CheckContext"], None]
 
@@ -192,6 +193,15 @@ class Assignment:
     def trains(self) -> bool:
         """A question calls provided code (a training harness): the student's processes are made ready to train."""
         return any(q.uses_provided for q in self.questions)
+
+    @property
+    def warm_up(self) -> WarmUp:
+        """What a worker's zygote pays once for every student process it forks: nothing more for an assignment
+        that trains nothing; a model's first forward and backward pass for one that does; and torch's compiler,
+        imported by the first optimiser torch makes (0.8 s), only where a provided harness makes one."""
+        if not self.trains:
+            return ""
+        return "optimizer" if any(f.makes_torch_optimizer for f in self.provided_files) else "training"
 
     @property
     def max_score(self) -> float:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from grader.errors import InfrastructureError
 from grader.execute import isolation, procfs, seccomp
@@ -46,7 +46,11 @@ class WorkerLost(Exception):
     """The zygote ended or stopped answering; the worker must be replaced (never the student's fault alone)."""
 
 
-WARM_TRAINING = "GRADER_WARM_TRAINING"  # read by the zygote (child/zygote.py)
+# What a zygote warms up beyond what every assignment uses, read by the zygote (child/zygote.py): "training" (a
+# model's first forward and backward pass) or "optimizer" (also torch's optimiser, whose first construction imports
+# torch's compiler).
+WarmUp = Literal["", "training", "optimizer"]
+WARM_UP = "GRADER_WARM_UP"
 
 
 def child_env(home: str) -> dict[str, str]:
@@ -97,13 +101,14 @@ def find_host_pid(root: int, ns_pid: int, *, depth: int = 3) -> int | None:
 class Worker:
     """One zygote in its own sandbox. Not thread-safe: one submission at a time holds it (WorkerPool)."""
 
-    def __init__(self, *, sandbox: Sandbox, device: str, limits: Limits, training: bool = False) -> None:
+    def __init__(self, *, sandbox: Sandbox, device: str, limits: Limits, warm_up: WarmUp = "") -> None:
         self.sandbox = sandbox
         self.device = device
         self.limits = limits
-        # The assignment trains a model in the student's process (Assignment.trains): the zygote also pays the first
-        # optimiser's cost once (torch imports its compiler then, about 0.8 s and 70 MB, shared by every fork).
-        self.training = training
+        # The assignment trains a model in the student's process (Assignment.warm_up): the zygote also pays a model's
+        # first pass once, and where its harness makes a torch optimiser, the first one's cost (torch imports its
+        # compiler then, about 0.8 s and 70 MB, shared by every fork).
+        self.warm_up = warm_up
         self.popen: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.info: dict[str, Any] = {}
@@ -147,7 +152,7 @@ class Worker:
         ours, theirs = socket.socketpair(socket.AF_UNIX, kind or socket.SOCK_DGRAM)
         filter_fd = seccomp.program_fd() if self.sandbox.seccomp else None
         passed = (theirs.fileno(),) if filter_fd is None else (theirs.fileno(), filter_fd)
-        env = child_env(home) | ({WARM_TRAINING: "1"} if self.training else {})
+        env = child_env(home) | ({WARM_UP: self.warm_up} if self.warm_up else {})
         try:
             argv = self.sandbox.command(theirs.fileno(), env=env, device=self.device, limits=self.limits,
                                         seccomp_fd=filter_fd)
@@ -368,14 +373,14 @@ class WorkerPool:
     """``size`` warm workers, started on first use; each grades one submission at a time."""
 
     def __init__(self, *, size: int, sandbox: Sandbox | None = None, device: str = "cpu",
-                 limits: Limits | None = None, training: bool = False) -> None:
+                 limits: Limits | None = None, warm_up: WarmUp = "") -> None:
         self.sandbox = sandbox if sandbox is not None else isolation.detect()
         self.device = device
         self.limits = limits or Limits()
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all: list[Worker] = []
         for _ in range(max(1, size)):
-            worker = Worker(sandbox=self.sandbox, device=device, limits=self.limits, training=training)
+            worker = Worker(sandbox=self.sandbox, device=device, limits=self.limits, warm_up=warm_up)
             self._all.append(worker)
             self._idle.put(worker)
 

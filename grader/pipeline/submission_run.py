@@ -134,7 +134,7 @@ def grade_submission(*, submission: Submission, assignment: Assignment, root: Pa
         given = dict(program.answers)
         answers = tuple(WrittenAnswer(w.id, w.prompt, given.get(w.id, "")) for w in assignment.written)
         if worker is None:
-            worker = Worker(sandbox=sandbox, device=device, limits=limits, training=assignment.trains)
+            worker = Worker(sandbox=sandbox, device=device, limits=limits, warm_up=assignment.warm_up)
         runner = SubmissionRunner(assignment=assignment, student=submission.student, program=program, limits=limits,
                                   device=device, sandbox=sandbox, worker=worker)
         grading = time.perf_counter()

@@ -160,7 +160,7 @@ class Background:
                 worker = workers.get(assignment.name)
                 if worker is None:
                     worker = workers[assignment.name] = Worker(sandbox=self.sandbox, device="cpu",
-                                                               limits=assignment.limits, training=assignment.trains)
+                                                               limits=assignment.limits, warm_up=assignment.warm_up)
                 result = grade_submission(submission=submission, assignment=assignment, root=path.parent,
                                           worker=worker)
         except Exception:

@@ -313,13 +313,14 @@ def _limit_device_memory(budget: int, device: str) -> None:
     torch.cuda.set_per_process_memory_fraction(min(1.0, (torch.cuda.memory_reserved(index) + budget) / total), index)
 
 
-def warm_up(*, training: bool = False) -> None:
+def warm_up(training: str = "") -> None:
     """Pay, once in the zygote, the first-call costs every student process would pay again after each fork: the
     random generators' first seeding (about 10 ms for NumPy's), torch's dispatch and kernels for the operations
-    attention code uses, the wire's encoders; with ``training`` (an assignment that trains a model in the student's
-    process), an optimiser's first step, whose first construction imports torch's compiler (about 0.8 s). Runs no
-    student code and keeps nothing but library state; one thread, CPU only (CUDA must not be initialised before a
-    fork)."""
+    attention code uses, the wire's encoders. An assignment that trains a model in the student's process
+    (``training``, grader/execute/workers.py WarmUp) also has a model's first forward and backward pass paid, and
+    with "optimizer" a torch optimiser's first step, whose first construction imports torch's compiler (about
+    0.8 s). Runs no student code and keeps nothing but library state; one thread, CPU only (CUDA must not be
+    initialised before a fork)."""
     random.seed(0)
     np.random.seed(0)
     torch.manual_seed(0)
@@ -343,24 +344,37 @@ def warm_up(*, training: bool = False) -> None:
         convert.decode({"kind": item["kind"], "dtype": "float32", "blob": 0}, [blob], {}, "cpu", {})
     inspect.signature(torch.nn.Linear)
     if training:
-        _warm_up_training(x)
+        _warm_up_training(x, optimizer=training == "optimizer")
 
 
-def _warm_up_training(x: torch.Tensor) -> None:
-    """An optimiser's first step. Its construction imports torch's compiler, which makes its cache folder in the
-    temporary folder as the zygote's user and names it in TORCHINDUCTOR_CACHE_DIR: a folder the students' uid could
-    not remove, which would make every clean after a submission fail and the worker start again (2 s each). So what
-    it made there is removed again, and the variable unset: a student's code that compiles makes its own."""
+def _warm_up_training(x: torch.Tensor, *, optimizer: bool) -> None:
+    """An LSTM's first forward and backward pass, and the update a hand-written optimiser makes (practical10's
+    harness has its own Adam, bit for bit torch's); with ``optimizer``, a torch optimiser's first step."""
+    lstm = torch.nn.LSTM(4, 4, batch_first=True)
+    outputs, _ = lstm(x)
+    torch.nn.functional.cross_entropy(outputs.reshape(-1, 4), torch.zeros(6, dtype=torch.long)).backward()
+    with torch.no_grad():
+        for param in lstm.parameters():
+            average, square = torch.zeros_like(param), torch.zeros_like(param)
+            average.lerp_(param.grad, 0.1)
+            square.mul_(0.999).addcmul_(param.grad, param.grad, value=0.001)
+            param.addcdiv_(average, (square.sqrt() / 0.5).add_(1e-8), value=-1e-3)
+    if optimizer:
+        _warm_up_optimizer(lstm)
+
+
+def _warm_up_optimizer(model: torch.nn.Module) -> None:
+    """A torch optimiser's first step. Its construction imports torch's compiler, which makes its cache folder in
+    the temporary folder as the zygote's user and names it in TORCHINDUCTOR_CACHE_DIR: a folder the students' uid
+    could not remove, which would make every clean after a submission fail and the worker start again (2 s each).
+    So what it made there is removed again, and the variable unset: a student's code that compiles makes its own."""
     import tempfile
 
     temporary = tempfile.gettempdir()
     named = "TORCHINDUCTOR_CACHE_DIR" in os.environ
     before = set(os.listdir(temporary))
     try:
-        lstm = torch.nn.LSTM(4, 4, batch_first=True)
-        optimizer = torch.optim.Adam(lstm.parameters(), lr=1e-3)
-        outputs, _ = lstm(x)
-        torch.nn.functional.cross_entropy(outputs.reshape(-1, 4), torch.zeros(6, dtype=torch.long)).backward()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
         optimizer.step()
         optimizer.zero_grad()
     finally:

@@ -79,7 +79,7 @@ class Zygote:
         import numpy
         import torch
 
-        runtime.warm_up(training=os.environ.get("GRADER_WARM_TRAINING") == "1")
+        runtime.warm_up(os.environ.get("GRADER_WARM_UP", ""))
         # Every object so far (torch's, NumPy's, the runtime's) moves to a generation the collector never walks: a
         # collection in a fork would otherwise touch each of them and copy most of the zygote's pages (about
         # 10,000 page faults and 100 ms a fork, measured).

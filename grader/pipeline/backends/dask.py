@@ -31,7 +31,7 @@ from grader.discover import MAX_SUBMISSION_BYTES, Submission
 from grader.errors import ConfigurationError
 from grader.execute import isolation
 from grader.execute.limits import Limits
-from grader.execute.workers import WorkerPool
+from grader.execute.workers import WarmUp, WorkerPool
 from grader.paths import SOLUTIONS_DIR
 from grader.pipeline.backends.arrival import Arrival
 from grader.pipeline.fingerprint import grading_fingerprint
@@ -77,9 +77,9 @@ def _assignment(name: str) -> Assignment:
 
 
 @functools.cache
-def _warm_pool(sandbox: str, device: str, limits: Limits, size: int, training: bool) -> WorkerPool:
+def _warm_pool(sandbox: str, device: str, limits: Limits, size: int, warm_up: WarmUp) -> WorkerPool:
     """This Dask worker's warm workers, one per thread, kept for every task it runs."""
-    pool = WorkerPool(size=size, sandbox=isolation.detect(sandbox), device=device, limits=limits, training=training)
+    pool = WorkerPool(size=size, sandbox=isolation.detect(sandbox), device=device, limits=limits, warm_up=warm_up)
     atexit.register(pool.close)
     return pool
 
@@ -103,7 +103,7 @@ def grade_parcel(parcel: Parcel, settings: RunSettings) -> str:
             f"this Dask worker would grade {settings.assignment} differently from the machine that sent it (its "
             "solutions, grader version, torch, NumPy, device or limits differ): install the same checkout on "
             "every worker")
-    pool = _warm_pool(settings.sandbox, settings.device, settings.limits, _threads(), spec.trains)
+    pool = _warm_pool(settings.sandbox, settings.device, settings.limits, _threads(), spec.warm_up)
     with tempfile.TemporaryDirectory(prefix="grader-parcel-") as folder:
         root = Path(folder)
         path = root / parcel.source

@@ -80,7 +80,7 @@ def _start_job(settings: RunSettings, pages: PagesSettings, run: lifetime.Owner)
     lifetime.stop_when_gone(run, STOP_SECONDS)  # a run killed outright does not stop its job processes itself
     spec = load_assignment(settings.assignment, solutions_dir=settings.solutions_dir)
     pool = WorkerPool(size=1, sandbox=isolation.detect(settings.sandbox), device=settings.device,
-                      limits=settings.limits, training=spec.trains)
+                      limits=settings.limits, warm_up=spec.warm_up)
     # A job process ends through multiprocessing, which runs its finalizers, not atexit's handlers.
     multiprocessing.util.Finalize(pool, pool.close, exitpriority=10)
     # The files the run read its own from at its start, under the output folder's lock: the same marks here.

@@ -37,7 +37,7 @@ class Threads:
     def grade(self, to_grade: Sequence[Submission], clock: StageClock) -> Iterator[Arrival]:
         warm = self._stack.enter_context(WorkerPool(size=self.workers, sandbox=isolation.detect(self.settings.sandbox),
                                                     device=self.settings.device, limits=self.settings.limits,
-                                                    training=self.spec.trains))
+                                                    warm_up=self.spec.warm_up))
         pool = self._stack.enter_context(ThreadPoolExecutor(max_workers=self.workers))  # shut down before the workers
         self._warm.append(warm)
         self._threads.append(pool)

@@ -2,11 +2,12 @@
 login, signed launch messages, the access-token endpoint and Assignment and Grade Services) behind a small Flask app,
 served by waitress on 127.0.0.1 in a thread.
 
-What the library leaves to its host is written here: where its users are (``users``), what its launch form does
-(returned as JSON, which the test's browser then posts to the tool, as the platform's auto-submitted form would), and
-its gradebook (``scores``, every score AGS accepted, in order). Its faults, for the tests that need them: a launch
-signed by another key under the platform's own key id (``forged``), one expired (``expired``), and score posts
-refused with 503 until ``refuse_scores`` reaches 0."""
+What the library leaves to its host is written here: where its users are (``users``; a user's ``context``, the
+course they launch from, is CONTEXT unless it says another), what its launch form does (returned as JSON, which the
+test's browser then posts to the tool, as the platform's auto-submitted form would), and its gradebook (``scores``,
+every score AGS accepted, in order). Its faults, for the tests that need them: a launch signed by another key under
+the platform's own key id (``forged``), one expired (``expired``), and score posts refused with 503 until
+``refuse_scores`` reaches 0."""
 
 from __future__ import annotations
 
@@ -210,7 +211,7 @@ def platform_app(platform: CoursePlatform) -> Flask:
         launch.html = hint["mode"] == "html"
         launch.set_launch_url(f"{platform.tool_url}/lti/launch/{hint['assignment']}")
         launch.set_user_data(user["sub"], [user["role"]], full_name=user.get("name"))
-        launch.set_launch_context_claim(CONTEXT, context_title="Attention 101")
+        launch.set_launch_context_claim(user.get("context", CONTEXT), context_title="Attention 101")
         launch.set_resource_link_claim(f"link-{hint['assignment']}", title=hint["assignment"])
         launch.set_ags(platform.lineitems_url(), f"{platform.lineitems_url()}/{hint['assignment']}",
                        allow_creating_lineitems=False)

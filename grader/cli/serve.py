@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grader.serve.config import ServeConfig
+    from grader.serve.server import Service
+
+
+def tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000) -> Service:
+    """The tool as ``grader serve`` serves it: with the review pages (grader/review) under an instructor's launch,
+    given here, where both packages may be imported (grader/serve may not import grader/review)."""
+    from grader.review.app import embedded_app
+    from grader.serve.server import serve_tool
+
+    return serve_tool(config, host=host, port=port, review=embedded_app)
 
 
 def _serve(args: argparse.Namespace) -> int:
     from grader.serve.config import load_config
-    from grader.serve.server import serve_tool
 
     config = load_config(Path(args.config))
-    service = serve_tool(config, host=args.host, port=args.port)
+    service = tool(config, host=args.host, port=args.port)
     names = ", ".join(config.assignments)
     print(f"Serving {names} as an LTI 1.3 tool on {service.url} (public address {config.url}); data in "
           f"{config.data}\n  login (OIDC initiation): {config.login_url}\n  key set (JWKS): {config.jwks_url}\n"

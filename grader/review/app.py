@@ -13,6 +13,13 @@ gradebook another program holds locked a 503 after about a second (``REVIEW_BUSY
 The class may be graded again while the app is open: each request compares the gradebook's grading of the class
 with the one the app read (a few short columns), and reads the answers again when it changed; a mark is saved only
 for the answer its page showed.
+
+Embedded (``embedded_app``): the same pages under another app's path, which decides who comes in before a request
+reaches them (`grader serve` mounts them under an instructor's launch of one course). There is then no token, no
+cookie of the app's own and no Host check; the CSRF header stays; the pages may be framed by the sites the
+embedding app names, and the class is the students ``students()`` names (one course's), each request. The embedding
+app says who marks (``REMOTE_USER``, as WSGI servers put an authenticated user): every change is kept under that
+name, whatever the page sends.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,18 +63,21 @@ BUSY = ("the gradebook is busy: another program (`grader grade`, a script) is wr
 ANSWER_CHANGED = ("the answer changed since this page was drawn (the class was graded again): reload the page to "
                   "read it; your mark was not saved")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+       "form-action 'self'; frame-ancestors {frames}; base-uri 'none'")
 
 
 @dataclass(frozen=True)
 class Settings:
     out_dir: Path
     assignment: Assignment
-    token: str
-    hosts: frozenset[str]  # the Host headers accepted ("127.0.0.1:8123", "localhost:8123")
+    token: str | None  # None: embedded, no token (embedded_app)
+    hosts: frozenset[str] | None  # the Host headers accepted ("127.0.0.1:8123", "localhost:8123"); None: any
     prefix: str = ""  # the path the app is served under ("/r/<random>", server.py): its cookie's path
     cookie: str = COOKIE  # the token cookie's name (server.py: named after the port)
     busy_timeout_s: float = REVIEW_BUSY_TIMEOUT_S
+    frame_ancestors: str = "'none'"  # who may frame the pages (the CSP's frame-ancestors)
+    students: Callable[[], Collection[str]] | None = None  # the students of the class; None: the gradebook's all
+    parent: str = ""  # embedded: the label of a link to the page the app is mounted under ("" for none)
 
 
 def _submissions(out_dir: Path) -> Path | None:
@@ -79,11 +89,13 @@ def _submissions(out_dir: Path) -> Path | None:
     return Path(folder) if isinstance(folder, str) and Path(folder).is_dir() else None
 
 
-def _grading(db: sqlite3.Connection, assignment: str) -> dict[str, tuple[str, str, str]]:
+def _grading(db: sqlite3.Connection, assignment: str, only: Collection[str] | None = None,
+             ) -> dict[str, tuple[str, str, str]]:
     """What says whether a student was graded again: their file's hash, the grading and its time, by student (short
-    columns, read in well under a millisecond for a large class)."""
+    columns, read in well under a millisecond for a large class); ``only``: of these students alone."""
     return {student: (sha256, fingerprint, graded_at) for student, sha256, fingerprint, graded_at in db.execute(
-        "SELECT student, sha256, fingerprint, graded_at FROM submissions WHERE assignment = ?", (assignment,))}
+        "SELECT student, sha256, fingerprint, graded_at FROM submissions WHERE assignment = ?", (assignment,))
+        if only is None or student in only}
 
 
 def _stored(db: sqlite3.Connection, assignment: str, students: list[str],
@@ -107,11 +119,13 @@ class Class:
     """The class as graded: its students in a fixed order (by id; a student graded later is added at the end, so a
     page's index keeps its student), the hashes of their answers, and their stored results, read when asked."""
 
-    def __init__(self, out_dir: Path, assignment: Assignment) -> None:
+    def __init__(self, out_dir: Path, assignment: Assignment,
+                 students: Callable[[], Collection[str]] | None = None) -> None:
         self.out_dir = out_dir
         self.assignment = assignment
+        self.only = students
         with Gradebook(out_dir / GRADEBOOK) as book:
-            self.graded = _grading(book.connection, assignment.name)
+            self.graded = _grading(book.connection, assignment.name, self._only())
             stored = _stored(book.connection, assignment.name, sorted(self.graded))
         self.answer_hashes = {student: hashes for student, (hashes, _) in stored.items()}
         self.environments = {student: environment for student, (_, environment) in stored.items()}
@@ -121,13 +135,17 @@ class Class:
         self.submissions = _submissions(out_dir)
         self._refreshing = threading.Lock()
 
+    def _only(self) -> set[str] | None:
+        return set(self.only()) if self.only is not None else None
+
     def refresh(self, db: sqlite3.Connection) -> None:
         """Read again the answers of the students graded since they were read (`grader grade` while the app is open:
         it records one student at a time, so each is read once)."""
-        if _grading(db, self.assignment.name) == self.graded:
+        only = self._only()
+        if _grading(db, self.assignment.name, only) == self.graded:
             return
         with self._refreshing:
-            graded = _grading(db, self.assignment.name)
+            graded = _grading(db, self.assignment.name, only)
             again = sorted(s for s, grading in graded.items() if self.graded.get(s) != grading)
             if again:  # none: another request read them meanwhile
                 stored = _stored(db, self.assignment.name, again)
@@ -154,9 +172,11 @@ def create_app(settings: Settings) -> Flask:
     started = secrets.token_hex(4)  # in the static files' addresses: a new run's browser fetches them afresh
     app.jinja_env.globals["asset"] = lambda name: url_for("static", filename=name, v=started)
     # Every page says where the class's code was not fully contained (grader/containment.py), as the dashboard does.
-    app.context_processor(lambda: {"containment": roster.contained})
+    app.context_processor(lambda: {"containment": roster.contained, "parent": settings.parent,
+                                   "marker": request.remote_user if settings.token is None else None})
     csrf = secrets.token_urlsafe(32)
-    roster = Class(settings.out_dir, settings.assignment)
+    roster = Class(settings.out_dir, settings.assignment, settings.students)
+    csp = CSP.format(frames=settings.frame_ancestors)
     spec = settings.assignment
     written = {w.id: w for w in spec.written}
     store_path = settings.out_dir / GRADEBOOK
@@ -175,20 +195,23 @@ def create_app(settings: Settings) -> Flask:
 
     @app.before_request
     def guard() -> Response | None:
-        if request.host not in settings.hosts:
+        if settings.hosts is not None and request.host not in settings.hosts:
             abort(400, "this app answers only at the address it printed")
         if request.environ.get(OUTSIDE):
             abort(404, "open the link `grader review` printed: this app answers only under its own address")
-        given = request.args.get("token")
-        if given is not None and _same(given, settings.token):
-            # The token is kept in a cookie and taken out of the address (and so out of the history).
-            query = urlencode([(k, v) for k, v in request.args.items(multi=True) if k != "token"])
-            response = redirect(quote(request.script_root + request.path) + (f"?{query}" if query else ""))
-            response.set_cookie(settings.cookie, settings.token, httponly=True, samesite="Strict",
-                                path=settings.prefix or "/")
-            return response
-        if not _same(request.cookies.get(settings.cookie, ""), settings.token):
-            abort(403, "open the link `grader review` printed: it carries the token this app asks for")
+        if settings.token is not None:  # None: embedded, the embedding app let this request in
+            given = request.args.get("token")
+            if given is not None and _same(given, settings.token):
+                # The token is kept in a cookie and taken out of the address (and so out of the history).
+                query = urlencode([(k, v) for k, v in request.args.items(multi=True) if k != "token"])
+                response = redirect(quote(request.script_root + request.path) + (f"?{query}" if query else ""))
+                response.set_cookie(settings.cookie, settings.token, httponly=True, samesite="Strict",
+                                    path=settings.prefix or "/")
+                return response
+            if not _same(request.cookies.get(settings.cookie, ""), settings.token):
+                abort(403, "open the link `grader review` printed: it carries the token this app asks for")
+        elif not request.remote_user:
+            abort(403, "the page that leads here did not say who marks")
         if request.method == "POST":
             sent = request.headers.get("X-CSRF-Token", "")
             if not _same(sent, csrf) or not request.is_json:
@@ -205,7 +228,7 @@ def create_app(settings: Settings) -> Flask:
 
     @app.after_request
     def headers(response: Response) -> Response:
-        response.headers["Content-Security-Policy"] = CSP
+        response.headers["Content-Security-Policy"] = csp
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
         # Marks change under the page: never kept. The script and styles are the package's own files: kept for the
@@ -230,6 +253,10 @@ def create_app(settings: Settings) -> Flask:
             raise error
         return _refusal(503, BUSY)
 
+    def who(given: str) -> str:
+        """Who saves: embedded, the user the embedding app let in; else the name the page sends."""
+        return _author((request.remote_user or "") if settings.token is None else given)
+
     def marked_count(question: WrittenQuestion, marks: dict[tuple[str, str], Mark]) -> int:
         return sum(1 for s in roster.students if _counts(marks.get((s, question.id)),
                                                          roster.answer_hashes.get(s, {}).get(question.id)))
@@ -238,8 +265,9 @@ def create_app(settings: Settings) -> Flask:
     def overview() -> str:
         marks = g.store.marks()
         questions = [{"question": w, "marked": marked_count(w, marks), "points": shown(w.points)} for w in spec.written]
+        overrides = sum(1 for student, _check in g.store.overrides() if student in roster.index)
         return render_template("overview.html", assignment=spec, questions=questions, students=len(roster.students),
-                               overrides=len(g.store.overrides()), csrf=csrf)
+                               overrides=overrides, csrf=csrf)
 
     @app.get("/mark/<qid>")
     def first_to_mark(qid: str) -> Response:
@@ -312,7 +340,7 @@ def create_app(settings: Settings) -> Flask:
             return _json({"conflict": None, "answer_changed": True, "error": ANSWER_CHANGED}, 409), 409
         return _saved(lambda: g.store.save_mark(
             question, student, items=items, adjustment=adjustment, comment=comment, answer_sha256=current,
-            base_version=base_version, author=_author(author)),
+            base_version=base_version, author=who(author)),
             lambda mark: {"mark": asdict(mark), "points": mark_points(mark, g.store.rubric(question.id),
                                                                       question.points),
                           "marked": marked_count(question, g.store.marks(question.id))})
@@ -328,7 +356,7 @@ def create_app(settings: Settings) -> Flask:
         deleted = fields.flag(body, "deleted")
         return _saved(lambda: g.store.save_rubric_item(
             question, item_id=item_id, title=title, points=points, comment=comment, base_version=base_version,
-            author=_author(author), deleted=deleted),
+            author=who(author), deleted=deleted),
             lambda item: {"item": asdict(item)})
 
     @app.get("/students")
@@ -370,10 +398,20 @@ def create_app(settings: Settings) -> Flask:
         maximum = check.max_score
         return _saved(lambda: g.store.save_override(
             student, check.check_id, points=points, maximum=maximum, reason=reason, base_version=base_version,
-            author=_author(author)),
+            author=who(author)),
             lambda override: {"override": asdict(override)})
 
     return app
+
+
+def embedded_app(out_dir: Path, assignment: Assignment, *, frame_ancestors: str,
+                 students: Callable[[], Collection[str]], parent: str = "") -> Flask:
+    """The review pages to mount under another app's path (a WSGI app: ``SCRIPT_NAME`` the mount, ``PATH_INFO`` the
+    page), for the class ``students()`` names, once the embedding app has let a request in (it checks who may
+    mark; the CSRF header is checked here); ``frame_ancestors``: the CSP's sources that may frame the pages;
+    ``parent``: the label of a link back to the page the app is mounted under."""
+    return create_app(Settings(out_dir, assignment, token=None, hosts=None, frame_ancestors=frame_ancestors,
+                               students=students, parent=parent))
 
 
 def _same(given: str, secret: str) -> bool:

@@ -34,6 +34,7 @@ from grader.record.result_json import result_from_json
 from grader.report import render_instructor_report, render_student_report
 from grader.results import PUBLIC, SubmissionResult
 from grader.serve.config import ServeConfig, session_secret
+from grader.serve.instructor import ReviewFactory, add_instructor_pages
 from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
 from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
 from grader.times import describe_time, offset_of, utc_iso
@@ -59,6 +60,9 @@ class Tool:
     # Put the instructor's marks on each student's latest result, sending what changed (issuer, context,
     # assignment) -> how many scores were queued (worker.Background.send_marks).
     send_marks: Callable[[str, str, str], int] = lambda issuer, context, assignment: 0
+    # The review pages mounted under an instructor's launch (grader.review.app.embedded_app, given by grader/cli/
+    # serve.py); None: none (instructor.py).
+    review: ReviewFactory | None = None
 
 
 class Refused(Exception):
@@ -356,6 +360,7 @@ def create_app(tool: Tool) -> Flask:
         response.headers["Content-Security-Policy"] = REPORT_CSP.format(frames=frames)
         return response
 
+    add_instructor_pages(app, config=config, store=store, review=tool.review, the_launch=the_launch, frames=frames)
     return app
 
 

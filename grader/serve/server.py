@@ -11,6 +11,7 @@ from waitress.server import create_server
 
 from grader.serve.app import Tool, create_app
 from grader.serve.config import ServeConfig, tool_conf
+from grader.serve.instructor import ReviewFactory
 from grader.serve.store import ServeStore
 from grader.serve.worker import Background
 
@@ -39,14 +40,17 @@ class Service:
         self.store.close()
 
 
-def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, threads: int = 8) -> Service:
+def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, threads: int = 8,
+               review: ReviewFactory | None = None) -> Service:
     """The tool bound to ``host``:``port`` (0: any free port) with its background threads started; the server not
-    yet running (``Service.run``)."""
+    yet running (``Service.run``). ``review``: the review pages an instructor's launch offers (grader/cli/serve.py
+    gives grader.review's)."""
     config.data.mkdir(parents=True, exist_ok=True)
     store = ServeStore(config.data / "serve.sqlite")
     conf = tool_conf(config)
     background = Background(config, store, conf)
-    app = create_app(Tool(config, store, conf, queued=background.wake, send_marks=background.send_marks))
+    app = create_app(Tool(config, store, conf, queued=background.wake, send_marks=background.send_marks,
+                          review=review))
     proxy = {}
     if config.trusted_proxy:
         proxy = {"trusted_proxy": config.trusted_proxy,

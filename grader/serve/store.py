@@ -316,6 +316,23 @@ class ServeStore:
                    SELECT MAX(id) FROM uploads WHERE issuer = ? AND context = ? AND assignment = ? GROUP BY sub)
                AND status = ? ORDER BY id""", (issuer, context, assignment, GRADED))]
 
+    # the instructor's pages (instructor.py): the class dashboard and the review pages of one course's assignment
+    def latest_results(self, issuer: str, context: str, assignment: str) -> list[Upload]:
+        """Each student's latest upload of the course's assignment that has a result (graded, or failed by the
+        grader): one being graded again keeps its last result meanwhile."""
+        return [Upload(*row) for row in self._read(
+            """SELECT * FROM uploads WHERE id IN (
+                   SELECT MAX(id) FROM uploads WHERE issuer = ? AND context = ? AND assignment = ?
+                   AND result_json IS NOT NULL GROUP BY sub) ORDER BY sub""", (issuer, context, assignment))]
+
+    def students_with_results(self, issuer: str, context: str, assignment: str) -> set[str]:
+        """The students of the course's assignment whose upload has a result, by the name their result goes by in
+        the gradebook (what the review app's marks are kept under), read from their latest result."""
+        return {student for (student,) in self._read(
+            """SELECT json_extract(result_json, '$.student') FROM uploads WHERE id IN (
+                   SELECT MAX(id) FROM uploads WHERE issuer = ? AND context = ? AND assignment = ?
+                   AND result_json IS NOT NULL GROUP BY sub)""", (issuer, context, assignment)) if student}
+
     def adjusted(self, upload: Upload, *, score: float, max_score: float, result_json: str,
                  score_to_send: tuple[Launch, dict[str, Any]] | None, send_from: float | None = None) -> None:
         """An upload's result with the instructor's marks put on it, and its new score queued (if it changed)."""

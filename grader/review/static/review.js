@@ -4,8 +4,17 @@
 const AUTHOR_KEY = "grader-review-author";
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const authorInput = document.getElementById("author");
-authorInput.value = localStorage.getItem(AUTHOR_KEY) || "";
-authorInput.addEventListener("change", () => localStorage.setItem(AUTHOR_KEY, authorInput.value.trim()));
+// The marker's name is kept in this browser; inside a course platform's frame the tool gives it (readonly), and a
+// browser that keeps no storage for a frame of another site refuses localStorage: the name is then typed per page.
+function remembered() {
+  try { return localStorage.getItem(AUTHOR_KEY) || ""; } catch (error) { return ""; }
+}
+if (!authorInput.readOnly) {
+  authorInput.value = remembered();
+  authorInput.addEventListener("change", () => {
+    try { localStorage.setItem(AUTHOR_KEY, authorInput.value.trim()); } catch (error) { /* not kept: see above */ }
+  });
+}
 
 function pageData() {
   const node = document.getElementById("page-data");

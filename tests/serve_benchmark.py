@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     students = [f"student-{i:03d}" for i in range(args.uploads)]
     platform.users = {s: {"sub": s, "role": LEARNER, "name": s} for s in students}
     platform.users["watcher"] = {"sub": "watcher", "role": LEARNER, "name": "watcher"}
-    config_path = write_config(folder, platform, tool_url, extra=f"graders = {args.graders}")
+    # Every student here comes from 127.0.0.1: one address's launch budget would be the whole class's.
+    config_path = write_config(folder, platform, tool_url,
+                               extra=f"graders = {args.graders}\nlimits = {{ launches = 100000 }}")
     service = start_tool(config_path, port)
     course = Course(platform, service, None, config_path, tool_url)  # type: ignore[arg-type]
     upload_times: list[float] = []

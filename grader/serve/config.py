@@ -72,13 +72,22 @@ class Policy:
         return self.hidden == "after_deadline" and self.deadline is not None and now < self.deadline
 
 
+PAGE_REFRESH_S = 3.0  # how often a student's page reloads itself while an upload waits (templates/student.html)
+POLLING_TABS = 3  # the reloading pages of one user the request limit must always let through
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Per student and assignment, against a flood: at most ``waiting`` uploads queued or being graded at once, and
-    ``per_hour`` uploads in any hour."""
+    """Against a flood. Uploads, per student and assignment: at most ``waiting`` queued or being graded at once, and
+    ``per_hour`` in any hour. Requests (limits.py), in memory: a user's (their platform's issuer and id) pages,
+    reloads, reports and forms, ``requests`` at once and then ``requests`` every ``window_s``; logins and launches
+    from one client address (no user is known yet), ``launches`` at once and then ``launches`` every ``window_s``."""
 
     waiting: int = 3
     per_hour: int = 30
+    requests: int = 120
+    launches: int = 300
+    window_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -160,6 +169,25 @@ def _platform(raw: Any, where: str) -> Platform:
                     auth_audience=audience if isinstance(audience, str) and audience else None)
 
 
+def _limits(raw: Any, where: str) -> Limits:
+    counts = ("waiting", "per_hour", "requests", "launches")
+    if not isinstance(raw, dict) or set(raw) - {*counts, "window_s"} or not all(
+            isinstance(raw[k], int) and not isinstance(raw[k], bool) and raw[k] >= 1 for k in counts if k in raw):
+        raise ConfigurationError(f"{where}: [limits] holds {', '.join(f'`{k}`' for k in counts)} (whole numbers from "
+                                 "1) and `window_s` (seconds)")
+    window = raw.get("window_s", Limits.window_s)
+    if isinstance(window, bool) or not isinstance(window, int | float) or not 0 < window <= 86400:
+        raise ConfigurationError(f"{where}: [limits] window_s must be a number of seconds above 0, at most a day")
+    limits = Limits(**{k: v for k, v in raw.items() if k != "window_s"}, window_s=float(window))
+    # A student waiting for a grade keeps the page open, reloading itself: those reloads must never be refused.
+    if limits.requests < POLLING_TABS or limits.requests / limits.window_s < POLLING_TABS / PAGE_REFRESH_S:
+        raise ConfigurationError(
+            f"{where}: [limits] requests = {limits.requests} every {window:g} s would refuse a waiting student's "
+            f"pages, which reload every {PAGE_REFRESH_S:g} s: allow at least {POLLING_TABS} at once and "
+            f"{POLLING_TABS / PAGE_REFRESH_S:g} a second (a student with {POLLING_TABS} pages open)")
+    return limits
+
+
 def load_config(path: Path) -> ServeConfig:
     """The configuration at ``path``, checked whole (every fault named with its key), keys made if missing."""
     raw = _read(path)
@@ -212,10 +240,7 @@ def load_config(path: Path) -> ServeConfig:
         policies[name] = Policy(
             deadline=parse_time(deadline, what=f"[policies.{name}] deadline") if isinstance(deadline, str) else None,
             attempts=attempts, hidden=hidden)
-    raw_limits = raw.get("limits", {})
-    if not isinstance(raw_limits, dict) or not all(isinstance(v, int) and v >= 1 for v in raw_limits.values()) \
-            or set(raw_limits) - {"waiting", "per_hour"}:
-        raise ConfigurationError(f"{where}: [limits] holds `waiting` and `per_hour`, whole numbers from 1")
+    limits = _limits(raw.get("limits", {}), where)
     frame_ancestors = raw.get("frame_ancestors", [])
     if not isinstance(frame_ancestors, list) or not all(
             isinstance(a, str) and urlsplit(a).scheme in ("http", "https") and urlsplit(a).netloc
@@ -227,7 +252,7 @@ def load_config(path: Path) -> ServeConfig:
         public_key=base / raw.get("public_key", "keys/tool.pub.pem"), solutions=solutions,
         max_upload_bytes=max_upload, graders=graders, sandbox=str(raw.get("sandbox", "require")),
         trusted_proxy=str(raw.get("trusted_proxy", "")), scheduler=str(raw.get("scheduler", "")),
-        policies=policies, limits=Limits(**raw_limits),
+        policies=policies, limits=limits,
         frame_ancestors=tuple(a.rstrip("/") for a in frame_ancestors))
     ensure_key_pair(config.private_key, config.public_key)
     return config

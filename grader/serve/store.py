@@ -4,10 +4,16 @@ the OIDC state and nonces of logins under way (pylti1p3's launch data, kept here
 
 Each change is one transaction (the gradebook's ``write_transaction``), so a crash or a restart loses nothing
 committed: an upload being graded when the tool stopped is queued again at the next start, and a score not yet
-accepted by the platform is sent again."""
+accepted by the platform is sent again.
+
+A platform's user id (``sub``) is unique within its issuer only, and a user is in several courses: everything about a
+student is kept under (issuer, context, sub), and the name a student's results go by in the gradebook (the review
+app's marks, manual.csv) is drawn once per (issuer, context, sub) in ``students``: the user id itself for the first
+to use it, the id with its platform and course for another (``student_of``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import threading
@@ -22,7 +28,7 @@ from typing import Any
 from grader.errors import ConfigurationError
 from grader.record.gradebook import BUSY_TIMEOUT_S, check_readable, damaged, is_damage, write_transaction
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: students (the gradebook's names), filled from the uploads of 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS lti_values (
     key TEXT PRIMARY KEY,
@@ -82,6 +88,13 @@ CREATE TABLE IF NOT EXISTS scores (
     answer TEXT NOT NULL DEFAULT '',
     accepted_at TEXT
 );
+CREATE TABLE IF NOT EXISTS students (
+    issuer TEXT NOT NULL,
+    context TEXT NOT NULL,
+    sub TEXT NOT NULL,
+    student TEXT NOT NULL UNIQUE,
+    PRIMARY KEY (issuer, context, sub)
+);
 CREATE INDEX IF NOT EXISTS scores_due ON scores (status, next_try);
 CREATE INDEX IF NOT EXISTS scores_upload ON scores (upload, id);
 """
@@ -89,6 +102,23 @@ CREATE INDEX IF NOT EXISTS scores_upload ON scores (upload, id);
 QUEUED, GRADING, GRADED, FAILED = "queued", "grading", "graded", "failed"
 NONCES_KEPT_S = 7 * 86400
 PENDING, ACCEPTED, SUPERSEDED = "pending", "accepted", "superseded"
+
+
+def _name_student(db: sqlite3.Connection, issuer: str, context: str, sub: str) -> str:
+    """The gradebook's name for the platform's user ``sub`` in course ``context``, drawn at first: ``sub`` itself
+    where no other (issuer, course) has it (a deployment with one platform and one course keeps the platform's ids),
+    else ``sub`` with its platform and course."""
+    row = db.execute("SELECT student FROM students WHERE issuer = ? AND context = ? AND sub = ?",
+                     (issuer, context, sub)).fetchone()
+    if row is not None:
+        return row[0]
+    qualified = f"{sub} ({issuer.split('://', 1)[-1].rstrip('/')}, course {context})"
+    for number in itertools.count(1):
+        name = sub if number == 1 else qualified if number == 2 else f"{qualified} #{number - 1}"
+        if db.execute("INSERT OR IGNORE INTO students (issuer, context, sub, student) VALUES (?, ?, ?, ?)",
+                      (issuer, context, sub, name)).rowcount:
+            return name
+    raise AssertionError("unreachable")
 
 
 def now_iso() -> str:
@@ -167,6 +197,11 @@ class ServeStore:
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
                         db.execute(statement)
+                if version < 2:  # a database of schema 1: its students named in the order they first uploaded
+                    for issuer, context, sub in db.execute(
+                            "SELECT issuer, context, sub FROM uploads GROUP BY issuer, context, sub ORDER BY MIN(id)"
+                    ).fetchall():
+                        _name_student(db, issuer, context, sub)
                 db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException as exc:
             self.connection.close()
@@ -235,9 +270,15 @@ class ServeStore:
                 (launch.id, launch.issuer, launch.context, launch.sub, launch.assignment, kind, size, uploaded_name,
                  now_iso(), QUEUED)).fetchone()
             db.execute("UPDATE uploads SET file = ? WHERE id = ?", (file_for(upload_id), upload_id))
+            _name_student(db, launch.issuer, launch.context, launch.sub)
         found = self.upload(upload_id)
         assert found is not None
         return found
+
+    def student_of(self, issuer: str, context: str, sub: str) -> str:
+        """The name the user's results go by in the gradebook (drawn at their first upload)."""
+        with self.transaction() as db:
+            return _name_student(db, issuer, context, sub)
 
     def upload(self, upload_id: int) -> Upload | None:
         rows = self._read("SELECT * FROM uploads WHERE id = ?", (upload_id,))

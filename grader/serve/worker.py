@@ -151,7 +151,9 @@ class Background:
         launch = self.store.launch(upload.launch)
         assert launch is not None
         path = self.data / upload.file
-        submission = Submission(student=upload.sub, path=path, kind=upload.kind,
+        # The gradebook's name for the student (their platform's id alone is unique in its issuer only).
+        student = self.store.student_of(upload.issuer, upload.context, upload.sub)
+        submission = Submission(student=student, path=path, kind=upload.kind,
                                 submitted_at=datetime.fromisoformat(upload.submitted_at))
         try:
             if self.cluster is not None:

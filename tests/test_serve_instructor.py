@@ -145,6 +145,8 @@ def test_a_change_in_the_review_pages_without_their_csrf_token_is_refused(course
     teacher = browser()
     overview = teacher.get(link(launch(course, teacher, "prof"), "review-link"), timeout=30)
     assert overview.status_code == 200 and "0 of 2 marked" in overview.text
+    script = re.search(r'<script src="([^"]+)">', overview.text).group(1)  # kept by the browser: one fetch a run
+    assert "immutable" in teacher.get(urljoin(overview.url, script), timeout=30).headers["Cache-Control"]
     mark_page = teacher.get(urljoin(overview.url, "mark/why/1"), timeout=30)  # ben, the second by id
     data = json.loads(re.search(r'<script type="application/json" id="page-data">(.*?)</script>', mark_page.text,
                                 re.S).group(1))

@@ -35,7 +35,6 @@ from grader.report import render_instructor_report, render_student_report
 from grader.results import PUBLIC, SubmissionResult
 from grader.serve.config import ServeConfig, session_secret
 from grader.serve.instructor import ReviewFactory, add_instructor_pages
-from grader.serve.limits import install as install_limits
 from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
 from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
 from grader.times import describe_time, offset_of, utc_iso
@@ -146,7 +145,6 @@ def create_app(tool: Tool) -> Flask:
                              | {_origin(u) for p in config.platforms for u in (p.auth_login_url, p.auth_token_url)}
                              | set(config.frame_ancestors)))
     storage = StoredLaunchData(store)
-    install_limits(app, config.limits, store)  # 429 once a user's or an address's budget is spent
 
     def lti_request() -> Any:
         # Always secure: the tool is reached over https through the course's reverse proxy, and its cookies must be
@@ -187,7 +185,9 @@ def create_app(tool: Tool) -> Flask:
         response.headers.setdefault("Content-Security-Policy", PAGE_CSP.format(frames=frames))
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"
+        # Never kept, but where a page says otherwise: the review pages' script and styles (instructor.py), kept for
+        # the review app's run, so that moving to the next student fetches that page alone.
+        response.headers.setdefault("Cache-Control", "no-store")
         return response
 
     @app.errorhandler(Refused)

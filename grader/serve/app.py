@@ -35,6 +35,7 @@ from grader.report import render_instructor_report, render_student_report
 from grader.results import PUBLIC, SubmissionResult
 from grader.serve.config import ServeConfig, session_secret
 from grader.serve.instructor import ReviewFactory, add_instructor_pages
+from grader.serve.limits import install as install_limits
 from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
 from grader.serve.store import GRADING, QUEUED, Launch, ServeStore, Upload
 from grader.times import describe_time, offset_of, utc_iso
@@ -145,6 +146,7 @@ def create_app(tool: Tool) -> Flask:
                              | {_origin(u) for p in config.platforms for u in (p.auth_login_url, p.auth_token_url)}
                              | set(config.frame_ancestors)))
     storage = StoredLaunchData(store)
+    install_limits(app, config.limits, store)  # 429 once a user's or an address's budget is spent
 
     def lti_request() -> Any:
         # Always secure: the tool is reached over https through the course's reverse proxy, and its cookies must be

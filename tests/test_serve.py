@@ -30,11 +30,12 @@ import requests
 from grader.check.load import load_assignment
 from grader.discover import Submission
 from grader.pipeline import grade_submission
+from grader.record.result_json import result_from_json
 from grader.serve import worker
 from grader.serve.config import ServeConfig, load_config
 from grader.serve.server import Service, serve_tool
 
-from .conftest import SAMPLES
+from .conftest import ROOT, SAMPLES
 from .lti_platform import CLIENT_ID, CONTEXT, DEPLOYMENT_ID, INSTRUCTOR, LEARNER, CoursePlatform, start_platform
 
 ASSIGNMENT = "attention_scoring"
@@ -327,6 +328,24 @@ def test_the_configuration_names_what_is_wrong(tmp_path: Path) -> None:
         'assignments = ["attention_scoring"]', 'assignments = ["attention_scoring"]\nframe_ancestors = ["lms"]'))
     with pytest.raises(ConfigurationError, match="frame_ancestors"):
         load_config(path)
+    good = path.read_text(encoding="utf-8").replace('\nframe_ancestors = ["lms"]', "")
+    key.unlink()  # the tool makes its own
+    for policy, problem in [
+            ('late_until = "2026-12-03T12:00:00Z"', "late_until must come after a deadline"),
+            ('deadline = "2026-12-03T12:00:00Z"\nlate_until = "2026-12-01T12:00:00Z"', "must come after a deadline"),
+            ('deadline = "2026-12-01T12:00:00Z"\nlate_per_day = 0.1', "late_per_day needs late_until"),
+            ('deadline = "2026-12-01T12:00:00Z"\nlate_until = "2026-12-03T12:00:00Z"\nlate_per_day = 2',
+             "a fraction of the score from 0 to 1"),
+            ('deadline = "2026-12-01T12:00:00Z"\nlate_until = "2026-12-03T12:00:00Z"\nlate_per_day = "10%"',
+             "are numbers"),
+            ("deadline = 2026-12-01T12:00:00Z", "a time in quotes")]:
+        path.write_text(f"{good}\n[policies.attention_scoring]\n{policy}\n", encoding="utf-8")
+        with pytest.raises(ConfigurationError, match=problem):
+            load_config(path)
+    path.write_text(f'{good}\n[policies.attention_scoring]\ndeadline = "2026-12-01T12:00:00Z"\n'
+                    'late_until = "2026-12-03T12:00:00Z"\nlate_zero_after_days = 1\n', encoding="utf-8")
+    policy = load_config(path).policy("attention_scoring")
+    assert policy.closes == policy.late_until and policy.late is not None and policy.late.zero_after_days == 1
 
 
 def test_a_restart_loses_neither_a_queued_upload_nor_a_score_to_send(tmp_path: Path) -> None:
@@ -479,19 +498,28 @@ def test_an_instructor_regrades_and_each_new_score_is_sent(course: Course) -> No
 
 
 def test_an_assignments_deadline_attempts_and_waiting_limit_refuse_uploads_clearly(tmp_path: Path) -> None:
+    """Attempts, the waiting limit and a deadline refuse uploads, each saying why; a late window takes uploads after
+    the deadline and scores them under the late rule the policy names, sent to the platform with the penalty."""
     port = free_port()
     tool_url = f"http://127.0.0.1:{port}"
     platform = start_platform(tool_url)
     platform.users = {"stu-p": {"sub": "stu-p", "role": LEARNER, "name": "Pa Student"}}
     config_path = write_config(tmp_path, platform, tool_url, extra="")
     text = config_path.read_text(encoding="utf-8").replace(
-        f'assignments = ["{ASSIGNMENT}"]', f'assignments = ["{ASSIGNMENT}", "keras_additive_attention"]')
+        f'assignments = ["{ASSIGNMENT}"]',
+        f'assignments = ["{ASSIGNMENT}", "keras_additive_attention", "bahdanau_attention"]')
+    now = datetime.now(UTC).replace(microsecond=0)
     config_path.write_text(text + f"""
 [policies.{ASSIGNMENT}]
 attempts = 2
 
 [policies.keras_additive_attention]
 deadline = "2020-01-01T23:59:00+01:00"
+
+[policies.bahdanau_attention]
+deadline = "{(now - timedelta(hours=2)).isoformat()}"
+late_until = "{(now + timedelta(days=2)).isoformat()}"
+late_per_day = 0.25
 
 [limits]
 waiting = 1
@@ -522,6 +550,25 @@ waiting = 1
                             data={"csrf": re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)},
                             files={"file": ("late.py", sample)}, timeout=30)
         assert late.status_code == 403 and "the deadline passed" in late.text
+        # In a late window: taken, and scored with the policy's penalty (a started day late: a quarter off).
+        form = session.get(platform.start_url("stu-p", "bahdanau_attention"), timeout=30).json()
+        window = session.post(form["launch_url"], data={"id_token": form["id_token"], "state": form["state"]},
+                              timeout=30)
+        assert 'id="closed"' not in window.text
+        assert re.search(r'id="late">Late uploads are taken until .*, and 25% of the score per started day late\.',
+                         window.text)
+        correct = (ROOT / "tests" / "submissions" / "bahdanau_attention" / "reference_style.py").read_bytes()
+        assert upload(session, window, "late.py", correct).status_code == 200
+        def late_scores() -> list[dict]:
+            return [s for s in platform.scores_for("stu-p") if s["lineitem"] == "bahdanau_attention"]
+
+        wait_for("the late upload scored", late_scores)
+        (sent,) = late_scores()
+        (graded,) = service.store.uploads_for(platform.url, CONTEXT, "bahdanau_attention")
+        result = result_from_json(graded.result_json)
+        assert result.late is not None and result.late.fraction == 0.25 and 7000 < result.late.late_s < 7300
+        assert result.code_score == result.max_score  # the sample is correct: only lateness costs it
+        assert sent["scoreGiven"] == round(0.75 * result.max_score, 4) == round(result.score, 4)
     finally:
         service.close()
         platform.close()

@@ -27,13 +27,14 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, abort, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
+from grader.adjust import DeadlineRule
 from grader.discover import Submission
 from grader.files import write_bytes_atomic
 from grader.names import file_name
 from grader.record.result_json import result_from_json
 from grader.report import render_instructor_report, render_student_report
 from grader.results import PUBLIC, SubmissionResult
-from grader.serve.config import ServeConfig, session_secret
+from grader.serve.config import Policy, ServeConfig, session_secret
 from grader.serve.instructor import ReviewFactory, add_instructor_pages
 from grader.serve.limits import install as install_limits
 from grader.serve.lti import CONTEXT, DEPLOYMENT, TARGET, BoundedSession, StoredLaunchData, ags_claim, role_of
@@ -64,6 +65,8 @@ class Tool:
     # The review pages mounted under an instructor's launch (grader.review.app.embedded_app, given by grader/cli/
     # serve.py); None: none (instructor.py).
     review: ReviewFactory | None = None
+    # The late rule an upload of an assignment is scored under (worker.Background.deadline_rule).
+    late_rule: Callable[[str], DeadlineRule] = lambda assignment: DeadlineRule(None)
 
 
 class Refused(Exception):
@@ -165,7 +168,9 @@ def create_app(tool: Tool) -> Flask:
         """Why the assignment's policy or the limits refuse another upload now (status, words), or None."""
         policy = config.policy(launch.assignment)
         now = datetime.now(UTC)
-        if policy.deadline is not None and now > policy.deadline:
+        if policy.closes is not None and now > policy.closes:
+            if policy.late_until is not None:
+                return 403, f"late uploads were taken until {shown_time(policy.late_until)}; uploads are closed"
             return 403, f"the deadline passed ({shown_time(policy.deadline)}); uploads are closed"
         waiting, recent, attempts = store.counts_of(launch, utc_iso(now - timedelta(hours=1)))
         if policy.attempts is not None and attempts >= policy.attempts:
@@ -271,6 +276,7 @@ def create_app(tool: Tool) -> Flask:
         waiting = any(u.status in (QUEUED, GRADING) for u in uploads)
         return render_template("student.html", launch=launch, rows=rows, waiting=waiting, csrf=csrf_token(),
                                deadline=shown_time(policy.deadline) if policy.deadline else "",
+                               late=late_window(policy, tool.late_rule(launch.assignment)),
                                attempts=policy.attempts, closed=upload_refusal(launch), held=held,
                                limit_mib=config.max_upload_bytes / 2**20, message=request.args.get("m", ""))
 
@@ -376,6 +382,13 @@ def shown_score(upload: Upload, held: bool) -> str:
         return f"{upload.score:g} / {upload.max_score:g}"
     public = public_only(result_from_json(upload.result_json))
     return f"{public.score:g} / {public.max_score:g} (public checks)"
+
+
+def late_window(policy: Policy, rule: DeadlineRule) -> str:
+    """'until 2026-03-04 11:00 UTC = 12:00 UTC+01:00, and 10% of the score per started day late', or ''."""
+    if policy.late_until is None:
+        return ""
+    return f"until {shown_time(policy.late_until)}, and {rule.policy.describe()}"
 
 
 def shown_time(when: datetime) -> str:

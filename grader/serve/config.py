@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from grader.adjust import DeadlineRule
 from grader.check.load import available_assignments
 from grader.errors import ConfigurationError
 from grader.paths import SOLUTIONS_DIR
-from grader.times import parse_time
+from grader.times import LatePolicy, parse_time
 
 PLATFORM_KEYS = ("issuer", "client_id", "deployment_ids", "auth_login_url", "auth_token_url", "key_set_url")
 DEFAULT_MAX_UPLOAD = 8 << 20  # bytes: a notebook with its figures; far more than any .py
@@ -58,18 +59,36 @@ class Platform:
 
 @dataclass(frozen=True)
 class Policy:
-    """What an assignment allows a student: uploads until ``deadline`` (None: always), at most ``attempts`` graded
-    uploads (None: any number); ``hidden``: when the hidden checks count, "at_once" (the report as the grader writes
-    it, the score sent when graded) or "after_deadline" (until the deadline the student's pages show the public
-    checks only, and the score, the hidden checks' included, is sent at the deadline)."""
+    """What an assignment allows a student: uploads until ``deadline`` (None: always), or after it until
+    ``late_until`` with the late rule (``late``; None: the assignment's own, ``Assignment(late=...)``, as
+    ``grader grade`` applies it); at most ``attempts`` graded uploads (None: any number); ``hidden``: when the hidden
+    checks count, "at_once" (the report as the grader writes it, the score sent when graded) or "after_deadline"
+    (until uploads close the student's pages show the public checks only, and the score, the hidden checks'
+    included, is sent then)."""
 
     deadline: datetime | None = None
     attempts: int | None = None
     hidden: str = "at_once"
+    late_until: datetime | None = None
+    late: LatePolicy | None = None
+
+    @property
+    def closes(self) -> datetime | None:
+        """When uploads stop being taken: the end of the late window, or the deadline."""
+        return self.late_until or self.deadline
 
     def holds_hidden(self, now: datetime) -> bool:
-        """Whether the hidden checks are held back from the student at ``now``."""
-        return self.hidden == "after_deadline" and self.deadline is not None and now < self.deadline
+        """Whether the hidden checks are held back from the student at ``now``: while anyone may still upload,
+        late uploads included, no one sees them."""
+        return self.hidden == "after_deadline" and self.closes is not None and now < self.closes
+
+    def late_rule(self, assignments: LatePolicy) -> DeadlineRule:
+        """The late rule an upload is scored under (``assignments``: the assignment's own): none where uploads close
+        at the deadline; with a late window, this policy's rule or else the assignment's, from the deadline, as
+        ``grader grade`` puts it on (the data folder's extensions.csv included)."""
+        if self.late_until is None:
+            return DeadlineRule(None)
+        return DeadlineRule(self.deadline, self.late or assignments, "grader serve's policy")
 
 
 PAGE_REFRESH_S = 3.0  # how often a student's page reloads itself while an upload waits (templates/student.html)
@@ -169,6 +188,32 @@ def _platform(raw: Any, where: str) -> Platform:
                     auth_audience=audience if isinstance(audience, str) and audience else None)
 
 
+def _policy(raw: dict, name: str, where: str, *, attempts: int | None, hidden: str) -> Policy:
+    """[policies.NAME]'s times and late rule, each checked (attempts and hidden are checked by the caller)."""
+    deadline, late_until = (parse_time(raw[key], what=f"[policies.{name}] {key}") if isinstance(raw.get(key), str)
+                            else None for key in ("deadline", "late_until"))
+    for key in ("deadline", "late_until"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ConfigurationError(f"{where}: [policies.{name}] {key} is a time in quotes, "
+                                     "\"2026-12-01T23:59:00+01:00\"")
+    rule = {key: raw[f"late_{key}"] for key in ("per_day", "zero_after_days", "grace_minutes")
+            if f"late_{key}" in raw}
+    if late_until is not None and (deadline is None or late_until <= deadline):
+        raise ConfigurationError(f"{where}: [policies.{name}] late_until must come after a deadline (late uploads "
+                                 "are taken from the deadline until then)")
+    if rule and late_until is None:
+        raise ConfigurationError(f"{where}: [policies.{name}] late_{next(iter(rule))} needs late_until (without it "
+                                 "no upload is taken after the deadline)")
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in rule.values()):
+        raise ConfigurationError(f"{where}: [policies.{name}] late_per_day, late_zero_after_days and "
+                                 "late_grace_minutes are numbers")
+    try:
+        late = LatePolicy(**rule) if rule else None
+    except ConfigurationError as problem:
+        raise ConfigurationError(f"{where}: [policies.{name}] {problem}") from None
+    return Policy(deadline=deadline, attempts=attempts, hidden=hidden, late_until=late_until, late=late)
+
+
 def _limits(raw: Any, where: str) -> Limits:
     counts = ("waiting", "per_hour", "requests", "launches")
     if not isinstance(raw, dict) or set(raw) - {*counts, "window_s"} or not all(
@@ -237,9 +282,7 @@ def load_config(path: Path) -> ServeConfig:
         if hidden not in ("at_once", "after_deadline") or (hidden == "after_deadline" and deadline is None):
             raise ConfigurationError(f"{where}: [policies.{name}] hidden is \"at_once\" or \"after_deadline\" (which "
                                      "needs a deadline)")
-        policies[name] = Policy(
-            deadline=parse_time(deadline, what=f"[policies.{name}] deadline") if isinstance(deadline, str) else None,
-            attempts=attempts, hidden=hidden)
+        policies[name] = _policy(policy, name, where, attempts=attempts, hidden=hidden)
     limits = _limits(raw.get("limits", {}), where)
     frame_ancestors = raw.get("frame_ancestors", [])
     if not isinstance(frame_ancestors, list) or not all(

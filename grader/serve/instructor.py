@@ -26,7 +26,7 @@ from grader.record.result_json import result_from_json
 from grader.report import render_dashboard
 from grader.serve.config import ServeConfig
 from grader.serve.store import Launch, ServeStore
-from grader.times import describe_time, offset_of, utc_iso
+from grader.times import LatePolicy, describe_time, offset_of, utc_iso
 
 META_CSP = re.compile(r'<meta http-equiv="Content-Security-Policy" content="([^"]*)">')
 DASHBOARD_PAGES = ("report.html", "instructor.html")  # the dashboard's links to a student's pages
@@ -49,14 +49,19 @@ def framed_csp(page: str, frames: str) -> str:
     return f"{own}; frame-ancestors 'self' {frames}"
 
 
-def policy_lines(config: ServeConfig, assignment: str) -> list[tuple[str, str]]:
-    """The assignment's policy and the upload limits, as the instructor's page shows them."""
+def policy_lines(config: ServeConfig, assignment: str, late: LatePolicy) -> list[tuple[str, str]]:
+    """The assignment's policy and the limits, as the instructor's page shows them (``late``: the assignment's own
+    late rule, which a late window applies unless the policy names its own)."""
     policy = config.policy(assignment)
     if policy.deadline is None:
         deadline = "none: uploads are taken at any time"
     else:
         when = describe_time(utc_iso(policy.deadline), offset_of(policy.deadline))
         deadline = f"{when}: uploads are refused after it"
+        if policy.late_until is not None:
+            until = describe_time(utc_iso(policy.late_until), offset_of(policy.late_until))
+            deadline = (f"{when}; late uploads are taken until {until}, and "
+                        f"{policy.late_rule(late).policy.describe()}")
     attempts = (f"{policy.attempts} graded upload{'s' if policy.attempts != 1 else ''} per student"
                 if policy.attempts is not None else "any number")
     hidden = ("count after the deadline: until then a student sees the public checks only, and each score, the hidden "
@@ -64,7 +69,8 @@ def policy_lines(config: ServeConfig, assignment: str) -> list[tuple[str, str]]:
               else "count at once: a student's report shows them (never their inputs), and the score is sent when "
                    "graded")
     limits = (f"at most {config.limits.waiting} upload{'s' if config.limits.waiting != 1 else ''} waiting and "
-              f"{config.limits.per_hour} in any hour, per student")
+              f"{config.limits.per_hour} in any hour, per student; {config.limits.requests} requests per user and "
+              f"{config.limits.launches} logins and launches per address every {config.limits.window_s:g} s")
     return [("Deadline", deadline), ("Attempts", attempts), ("Hidden checks", hidden), ("Limits", limits)]
 
 
@@ -137,5 +143,5 @@ def add_instructor_pages(app: Flask, *, config: ServeConfig, store: ServeStore, 
         return app.response_class.from_app(review_of(launch), environ, buffered=True)
 
     app.register_blueprint(pages)
-    app.add_template_global(lambda assignment: policy_lines(config, assignment), "policy_lines")
+    app.add_template_global(lambda assignment: policy_lines(config, assignment, spec(assignment).late), "policy_lines")
     app.add_template_global(lambda: review is not None, "review_offered")

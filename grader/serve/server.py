@@ -50,7 +50,7 @@ def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000
     conf = tool_conf(config)
     background = Background(config, store, conf)
     app = create_app(Tool(config, store, conf, queued=background.wake, send_marks=background.send_marks,
-                          review=review))
+                          review=review, late_rule=background.deadline_rule))
     proxy = {}
     if config.trusted_proxy:
         proxy = {"trusted_proxy": config.trusted_proxy,

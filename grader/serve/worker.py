@@ -195,26 +195,30 @@ class Background:
             future.release()
 
     def held_until(self, assignment: str) -> float | None:
-        """When a score of ``assignment`` graded now may be sent: its deadline, where the hidden checks count after
-        it and it is still ahead; None: at once."""
+        """When a score of ``assignment`` graded now may be sent: when uploads close (the deadline, or the end of
+        the late window), where the hidden checks count after it and it is still ahead; None: at once."""
         policy = self.config.policy(assignment)
-        if policy.deadline is not None and policy.holds_hidden(datetime.now(UTC)):
-            return policy.deadline.timestamp()
+        if policy.closes is not None and policy.holds_hidden(datetime.now(UTC)):
+            return policy.closes.timestamp()
         return None
+
+    def deadline_rule(self, assignment: str) -> DeadlineRule:
+        """The late rule an upload of ``assignment`` is scored under (config.Policy.late_rule)."""
+        return self.config.policy(assignment).late_rule(self.assignments[assignment].late)
 
     def adjusted(self, result: SubmissionResult, assignment: Assignment) -> SubmissionResult:
         """``result`` with the instructor's marks: the review app's (``grader review DATA``: written answers marked,
         checks' points overridden, each with its reason) and manual.csv's in the data folder, as ``grader grade``
-        puts them on. No late penalty: a deadline here closes uploads."""
+        puts them on, and the late penalty of an upload in the late window (``deadline_rule``)."""
         with self.gradebook_lock:
-            return Adjustments(self.data, assignment, DeadlineRule(None)).apply(result, None)
+            return Adjustments(self.data, assignment, self.deadline_rule(assignment.name)).apply(result, None)
 
     def send_marks(self, issuer: str, context: str, assignment: str) -> int:
         """The instructor's marks put on each student's latest graded upload of the course's assignment, and each
         score that changed sent again; how many were queued."""
         spec = self.assignments[assignment]
         with self.gradebook_lock:
-            adjustments = Adjustments(self.data, spec, DeadlineRule(None))
+            adjustments = Adjustments(self.data, spec, self.deadline_rule(assignment))
         queued = 0
         for upload in self.store.latest_graded(issuer, context, assignment):
             launch = self.store.launch(upload.launch)

@@ -34,6 +34,7 @@ from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request, TRequest
 from lti1p3platform.score import UpdateScoreStatus
 from lti1p3platform.service_connector import AssignmentsGradesService
+from waitress import wasyncore
 from waitress.server import create_server
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
@@ -108,6 +109,7 @@ class CoursePlatform:
     server: Any = None
     thread: threading.Thread | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def registration(self, assignment: str) -> Registration:
         return (Registration().set_iss(self.url).set_client_id(CLIENT_ID).set_deployment_id(DEPLOYMENT_ID)
@@ -131,10 +133,23 @@ class CoursePlatform:
         return f"{self.url}/start?{urlencode({'user': user, 'assignment': assignment, 'mode': mode})}"
 
     def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
+        self.stopping.set()
         if self.thread is not None:
             self.thread.join(10)
+            assert not self.thread.is_alive(), "the test platform did not stop"
+
+    def serve(self) -> None:
+        """waitress's loop, a turn at a time until ``close``: its own ``run`` goes on while any connection is open
+        (the tool keeps its connections to the token and score addresses alive), so a closed platform's thread
+        would wait for them to time out (``close`` gave up after 10 s, every test that made a platform)."""
+        server = self.server
+        try:
+            while not self.stopping.is_set():
+                wasyncore.loop(timeout=0.05, map=server._map, use_poll=server.adj.asyncore_use_poll, count=1)
+        finally:
+            server.close()
+            wasyncore.close_all(server._map)
+            server.task_dispatcher.shutdown()
 
     def scores_for(self, user: str) -> list[dict[str, Any]]:
         with self.lock:
@@ -271,6 +286,6 @@ def start_platform(tool_url: str, *, host_name: str = "127.0.0.1") -> CoursePlat
     platform.server = create_server(platform_app(platform), host="127.0.0.1", port=0, threads=4,
                                     ident="test platform")
     platform.url = f"http://{host_name}:{platform.server.effective_port}"
-    platform.thread = threading.Thread(target=platform.server.run, name="test-platform", daemon=True)
+    platform.thread = threading.Thread(target=platform.serve, name="test-platform", daemon=True)
     platform.thread.start()
     return platform

@@ -105,6 +105,7 @@ class CoursePlatform:
     scores: list[dict[str, Any]] = field(default_factory=list)
     score_posts: int = 0
     refuse_scores: int = 0
+    score_gate: threading.Event | None = None  # set: a score post waits until it is (at most 30 s) before answering
     forger_key: str = ""
     server: Any = None
     thread: threading.Thread | None = None
@@ -263,6 +264,8 @@ def platform_app(platform: CoursePlatform) -> Flask:
 
     @app.post("/ags/<context>/lineitems/<item>/scores")
     def scores(context: str, item: str) -> Response:
+        if platform.score_gate is not None:
+            platform.score_gate.wait(30)
         with platform.lock:
             platform.score_posts += 1
             if platform.refuse_scores > 0:

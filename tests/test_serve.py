@@ -386,18 +386,34 @@ def test_a_restart_loses_neither_a_queued_upload_nor_a_score_to_send(tmp_path: P
 def test_a_later_uploads_score_replaces_an_unsent_earlier_one(course: Course,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Two uploads while the platform refuses: once the second is graded, the first's score is never sent (it would
-    put a stale grade over the later one); the second's is, once the platform accepts."""
+    put a stale grade over the later one); the second's is, once the platform accepts. The second is graded while
+    the first's score is on its way (held at the platform): it is queued only once that try has its answer, so the
+    answer cannot put the superseded score back in the outbox."""
     monkeypatch.setattr(worker, "FIRST_RETRY_S", 0.2)
     course.platform.users["stu-4"] = {"sub": "stu-4", "role": LEARNER, "name": "Fa Student"}
     course.platform.refuse_scores = 10**6
+    course.platform.score_gate = gate = threading.Event()
+    store = course.service.store
     try:
         session = browser()
         page = launch(course, session, "stu-4")
+        posts = course.platform.score_posts
         upload(session, page, "a.py", (SAMPLES / "mistake_no_scaling.py").read_bytes())
+        wait_for("the first score on its way", lambda: store.outbox_holders(course.platform.url, "stu-4",
+                                                                             ASSIGNMENT) == 1)
         upload(session, page, "b.py", (SAMPLES / "einsum_style.py").read_bytes())
-        wait_for("both graded", lambda: len([s for s in course.service.store.all_scores()
-                                             if s.payload["userId"] == "stu-4"]) == 2)
+
+        def queued() -> int:
+            return len([s for s in store.all_scores() if s.payload["userId"] == "stu-4"])
+
+        # The second is graded: its score waits for the first's try (or, were it queued at once, is queued).
+        wait_for("the second graded", lambda: store.outbox_holders(course.platform.url, "stu-4", ASSIGNMENT) == 2
+                 or queued() == 2)
+        gate.set()
+        wait_for("both graded", lambda: queued() == 2)
     finally:
+        gate.set()
+        course.platform.score_gate = None
         course.platform.refuse_scores = 0
     wait_for("the later score accepted", lambda: course.platform.scores_for("stu-4"))
     time.sleep(1.0)  # room for a wrongly sent older score to arrive
@@ -405,6 +421,7 @@ def test_a_later_uploads_score_replaces_an_unsent_earlier_one(course: Course,
     assert sent["scoreGiven"] == graders_score(SAMPLES / "einsum_style.py", "stu-4")[0]
     older, later = [s for s in course.service.store.all_scores() if s.payload["userId"] == "stu-4"]
     assert (older.status, later.status) == ("superseded", "accepted")
+    assert older.attempts >= 1 and course.platform.score_posts > posts  # the first was tried, and refused
     page = session.get(page.url, timeout=30)
     assert "a later submission's score is sent instead" in page.text
 

@@ -177,6 +177,33 @@ class Score:
     accepted_at: str | None
 
 
+class KeyedLocks:
+    """A lock per key, held only while someone holds it (the table never outgrows the threads waiting)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[Any, list[Any]] = {}  # key -> [its lock, how many hold or wait for it]
+
+    def holders(self, key: Any) -> int:
+        """How many hold ``key`` or wait for it."""
+        with self._lock:
+            return self._held[key][1] if key in self._held else 0
+
+    @contextmanager
+    def hold(self, key: Any) -> Iterator[None]:
+        with self._lock:
+            entry = self._held.setdefault(key, [threading.Lock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._lock:
+                entry[1] -= 1
+                if not entry[1]:
+                    del self._held[key]
+
+
 class ServeStore:
     """The serve database; every method may be called from any thread (one connection, one lock)."""
 
@@ -184,6 +211,7 @@ class ServeStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._outbox = KeyedLocks()
         self.connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                           check_same_thread=False)
         try:
@@ -343,7 +371,7 @@ class ServeStore:
                send_from: float | None = None) -> None:
         """An upload graded: its result, and the score to send (if any) queued in the same transaction, to be sent
         from ``send_from`` (a Unix time: the deadline, where the hidden checks count after it) or at once."""
-        with self.transaction() as db:
+        with self._student_outbox(upload, score_to_send), self.transaction() as db:
             db.execute("UPDATE uploads SET status = ?, status_reason = ?, score = ?, max_score = ?, graded_at = ?, "
                        "result_json = ? WHERE id = ?",
                        (status, reason, score, max_score, now_iso(), result_json, upload.id))
@@ -377,7 +405,7 @@ class ServeStore:
     def adjusted(self, upload: Upload, *, score: float, max_score: float, result_json: str,
                  score_to_send: tuple[Launch, dict[str, Any]] | None, send_from: float | None = None) -> None:
         """An upload's result with the instructor's marks put on it, and its new score queued (if it changed)."""
-        with self.transaction() as db:
+        with self._student_outbox(upload, score_to_send), self.transaction() as db:
             db.execute("UPDATE uploads SET score = ?, max_score = ?, result_json = ? WHERE id = ?",
                        (score, max_score, result_json, upload.id))
             if score_to_send is not None:
@@ -397,6 +425,28 @@ class ServeStore:
                     PENDING, max(send_from or 0.0, time.time())))
 
     # scores: the outbox to the platform
+    @contextmanager
+    def _student_outbox(self, upload: Upload, score_to_send: object) -> Iterator[None]:
+        """Queueing a score supersedes the student's unsent ones: never while one of them is on its way
+        (``sending``), or a stale score could reach the platform after the superseding one was queued."""
+        if score_to_send is None:
+            yield
+            return
+        with self._outbox.hold((upload.issuer, upload.sub, upload.assignment)):
+            yield
+
+    def outbox_holders(self, issuer: str, sub: str, assignment: str) -> int:
+        """How many threads hold the student's outbox or wait for it (a score being sent, one being queued)."""
+        return self._outbox.holders((issuer, sub, assignment))
+
+    @contextmanager
+    def sending(self, score: Score) -> Iterator[bool]:
+        """Hold the student's outbox while ``score`` is sent; True while it is still to be sent (not superseded by a
+        later score of theirs, nor accepted, since it was read)."""
+        with self._outbox.hold((score.issuer, score.payload["userId"], score.payload["assignment"])):
+            rows = self._read("SELECT status FROM scores WHERE id = ?", (score.id,))
+            yield bool(rows) and rows[0][0] == PENDING
+
     def retry_now(self) -> int:
         """Every score not yet accepted and already tried, due at once (a start: the platform may have been back for
         long); a score held for a deadline stays held."""

@@ -257,9 +257,15 @@ class Background:
         self._wait(FAULT_PAUSE_S)
 
     def send(self, score: Score) -> None:
-        try:
-            accepted, status, answer = send_score(self.conf, score.issuer, score.client_id, score.ags, score.payload)
-        except Exception as exc:  # pylti1p3 says an issuer no longer configured with a plain Exception
-            accepted, status, answer = False, None, f"{type(exc).__name__}: {exc}"
-        self.store.score_tried(score, accepted=accepted, http_status=status, answer=answer,
-                               retry_in_s=0 if accepted else retry_delay(score.attempts + 1))
+        # The student's outbox is held from the check to the answer kept: a later upload graded meanwhile waits to
+        # supersede this score until it is sent, so no stale score can follow it to the platform.
+        with self.store.sending(score) as still_due:
+            if not still_due:
+                return
+            try:
+                accepted, status, answer = send_score(self.conf, score.issuer, score.client_id, score.ags,
+                                                      score.payload)
+            except Exception as exc:  # pylti1p3 says an issuer no longer configured with a plain Exception
+                accepted, status, answer = False, None, f"{type(exc).__name__}: {exc}"
+            self.store.score_tried(score, accepted=accepted, http_status=status, answer=answer,
+                                   retry_in_s=0 if accepted else retry_delay(score.attempts + 1))

@@ -623,17 +623,24 @@ def _answers(url: str) -> bool:
 
 
 def test_hidden_checks_held_back_until_the_deadline_and_the_score_sent_then(tmp_path: Path) -> None:
+    """Until the deadline a student sees the public checks only and the score waits; the instructor moves the
+    deadline to a moment away (the configuration changed, the tool started again): the held score is sent at the
+    new deadline, hidden checks included, and the report shows them."""
     port = free_port()
     tool_url = f"http://127.0.0.1:{port}"
     platform = start_platform(tool_url)
     platform.users = {"stu-h": {"sub": "stu-h", "role": LEARNER, "name": "Ha Student"}}
-    deadline = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=12)
     config_path = write_config(tmp_path, platform, tool_url)
-    config_path.write_text(config_path.read_text(encoding="utf-8") + f"""
+    plain = config_path.read_text(encoding="utf-8")
+
+    def policy(deadline: datetime) -> None:
+        config_path.write_text(plain + f"""
 [policies.{ASSIGNMENT}]
 deadline = "{deadline.isoformat()}"
 hidden = "after_deadline"
 """, encoding="utf-8")
+
+    policy(datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1))
     service = start_tool(config_path, port)
     sample = SAMPLES / "mistake_softmax_axis.py"
     try:
@@ -643,13 +650,19 @@ hidden = "after_deadline"
         upload(session, page, "mine.py", sample.read_bytes())
         wait_for("graded", lambda: 'data-status="graded"' in session.get(page.url, timeout=30).text, seconds=60)
         before = session.get(page.url, timeout=30).text
-        assert datetime.now(UTC) < deadline, "graded too slowly for this test's deadline"
         assert "(public checks)" in before and "at the deadline, with the hidden checks" in before
         report_url = urljoin(page.url, re.search(r'href="([^"]+/report/\d+)"', before).group(1))
         report = session.get(report_url, timeout=30).text
         assert 'class="tag">hidden<' not in report and "The hidden checks are graded and count after" in report
+        time.sleep(1.5)  # the sender's turns meanwhile: nothing goes out before the deadline
         assert not platform.scores_for("stu-h")  # held until the deadline
-        wait_for("the score at the deadline", lambda: platform.scores_for("stu-h"), seconds=60)
+    finally:
+        service.close()
+    deadline = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    policy(deadline)
+    service = start_tool(config_path, port)
+    try:
+        wait_for("the score at the new deadline", lambda: platform.scores_for("stu-h"), seconds=60)
         assert datetime.now(UTC) >= deadline
         (sent,) = platform.scores_for("stu-h")
         score, maximum = graders_score(sample, "stu-h")

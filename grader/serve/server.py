@@ -4,9 +4,11 @@ scheme and address from the proxy's X-Forwarded-* headers when ``trusted_proxy``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
+from waitress import wasyncore
 from waitress.server import create_server
 
 from grader.serve.app import Tool, create_app
@@ -14,6 +16,8 @@ from grader.serve.config import ServeConfig, tool_conf
 from grader.serve.instructor import ReviewFactory
 from grader.serve.store import ServeStore
 from grader.serve.worker import Background
+
+LOOP_TURN_S = 0.2  # how soon a close is seen by the serving loop
 
 
 @dataclass
@@ -25,19 +29,35 @@ class Service:
     store: ServeStore
     background: Background
     closed: bool = False
+    running: bool = False
+    stopped: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
+        """Serve until ``close``: waitress's loop a turn at a time, then every connection closed. Its own ``run``
+        goes on serving the connections browsers keep alive after the listening socket is closed, with the
+        database closed under them (a page after a restart on the same port answered 500)."""
+        self.running = True
         try:
-            self.server.run()
-        except OSError:
-            if not self.closed:
-                raise
+            while not self.closed:
+                wasyncore.loop(timeout=LOOP_TURN_S, map=self.server._map, use_poll=self.server.adj.asyncore_use_poll,
+                               count=1)
+        finally:
+            self._stop_serving()
+            self.stopped.set()
 
     def close(self) -> None:
         self.closed = True
-        self.server.close()
+        if self.running:
+            self.stopped.wait(10)  # the loop's next turn ends it, and the requests in hand are answered
+        else:
+            self._stop_serving()
         self.background.stop()
         self.store.close()
+
+    def _stop_serving(self) -> None:
+        self.server.close()
+        wasyncore.close_all(self.server._map)
+        self.server.task_dispatcher.shutdown()
 
 
 def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, threads: int = 8,

@@ -454,6 +454,15 @@ class ServeStore:
             return db.execute("UPDATE scores SET next_try = ? WHERE status = ? AND attempts > 0",
                               (time.time(), PENDING)).rowcount
 
+    def retime_unsent(self, assignment: str, send_from: float | None) -> int:
+        """Each score of ``assignment`` not yet tried due at ``send_from`` (None: now), as the policy at this start
+        says: a deadline moved, a late window added, hidden checks now counting at once. How many changed."""
+        when = max(send_from or 0.0, time.time())
+        with self.transaction() as db:
+            return db.execute("UPDATE scores SET next_try = ? WHERE status = ? AND attempts = 0 "
+                              "AND ABS(next_try - ?) > 1 AND upload IN (SELECT id FROM uploads WHERE assignment = ?)",
+                              (when, PENDING, when, assignment)).rowcount
+
     def due_scores(self, limit: int = 20) -> list[Score]:
         return [self._score(row) for row in self._read(
             "SELECT * FROM scores WHERE status = ? AND next_try <= ? ORDER BY next_try, id LIMIT ?",

@@ -37,6 +37,7 @@ from grader.results import INTERNAL, SubmissionResult
 from grader.serve.config import ServeConfig
 from grader.serve.lti import send_score
 from grader.serve.store import FAILED, GRADED, Launch, Score, ServeStore, Upload
+from grader.times import utc_iso
 
 FIRST_RETRY_S = 2.0
 LONGEST_WAIT_S = 300.0  # the bound of the backoff: a platform down for hours is tried every five minutes
@@ -104,6 +105,12 @@ class Background:
             print(f"{requeued} upload(s) left being graded by the last stop: queued again", flush=True)
         if pending := self.store.retry_now():
             print(f"{pending} score(s) not yet accepted by the platform: sent again now", flush=True)
+        for name in self.config.assignments:
+            held = self.held_until(name)
+            if retimed := self.store.retime_unsent(name, held):
+                print(f"{retimed} score(s) of {name} not yet sent: to be sent "
+                      f"{'at ' + utc_iso(datetime.fromtimestamp(held, UTC)) if held else 'now'}, as its policy says",
+                      flush=True)
         for index in range(self.config.graders):
             self.threads.append(threading.Thread(target=self._grade_loop, name=f"grader-{index}", daemon=True))
         self.threads.append(threading.Thread(target=self._send_loop, name="score-sender", daemon=True))

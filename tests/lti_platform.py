@@ -34,8 +34,9 @@ from lti1p3platform.registration import Registration
 from lti1p3platform.request import Request, TRequest
 from lti1p3platform.score import UpdateScoreStatus
 from lti1p3platform.service_connector import AssignmentsGradesService
-from waitress import wasyncore
 from waitress.server import create_server
+
+from grader.serve.server import serve_until
 
 LEARNER = "http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"
 INSTRUCTOR = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
@@ -140,17 +141,9 @@ class CoursePlatform:
             assert not self.thread.is_alive(), "the test platform did not stop"
 
     def serve(self) -> None:
-        """waitress's loop, a turn at a time until ``close``: its own ``run`` goes on while any connection is open
-        (the tool keeps its connections to the token and score addresses alive), so a closed platform's thread
-        would wait for them to time out (``close`` gave up after 10 s, every test that made a platform)."""
-        server = self.server
-        try:
-            while not self.stopping.is_set():
-                wasyncore.loop(timeout=0.05, map=server._map, use_poll=server.adj.asyncore_use_poll, count=1)
-        finally:
-            server.close()
-            wasyncore.close_all(server._map)
-            server.task_dispatcher.shutdown()
+        """Until ``close``, as the tool serves (the tool keeps its connections to the token and score addresses
+        alive: waitress's own ``run`` would wait for them to time out)."""
+        serve_until(self.server, self.stopping.is_set)
 
     def scores_for(self, user: str) -> list[dict[str, Any]]:
         with self.lock:

@@ -301,19 +301,21 @@ def create_app(tool: Tool) -> Flask:
             raise Refused(403, "a change must come from this tool's own page: reload it and try again")
         return launch
 
-    @app.post("/lti/a/<launch_id>/marks")
-    def send_marks(launch_id: str) -> Any:
+    def instructors_form(launch_id: str, doing: str) -> Launch:
         launch = checked_form(launch_id)
         if launch.role != "instructor":
-            raise Refused(403, "only an instructor's launch sends marks")
+            raise Refused(403, f"only an instructor's launch {doing}")
+        return launch
+
+    @app.post("/lti/a/<launch_id>/marks")
+    def send_marks(launch_id: str) -> Any:
+        launch = instructors_form(launch_id, "sends marks")
         count = tool.send_marks(launch.issuer, launch.context, launch.assignment)
         return redirect(url_for("page", launch_id=launch.id, m="marks", n=str(count)), code=303)
 
     @app.post("/lti/a/<launch_id>/regrade")
     def regrade(launch_id: str) -> Any:
-        launch = checked_form(launch_id)
-        if launch.role != "instructor":
-            raise Refused(403, "only an instructor's launch regrades")
+        launch = instructors_form(launch_id, "regrades")
         count = store.regrade(launch.issuer, launch.context, launch.assignment)
         tool.queued()
         return redirect(url_for("page", launch_id=launch.id, m="regrading", n=str(count)), code=303)

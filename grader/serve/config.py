@@ -190,12 +190,12 @@ def _platform(raw: Any, where: str) -> Platform:
 
 def _policy(raw: dict, name: str, where: str, *, attempts: int | None, hidden: str) -> Policy:
     """[policies.NAME]'s times and late rule, each checked (attempts and hidden are checked by the caller)."""
-    deadline, late_until = (parse_time(raw[key], what=f"[policies.{name}] {key}") if isinstance(raw.get(key), str)
-                            else None for key in ("deadline", "late_until"))
     for key in ("deadline", "late_until"):
         if key in raw and not isinstance(raw[key], str):
             raise ConfigurationError(f"{where}: [policies.{name}] {key} is a time in quotes, "
                                      "\"2026-12-01T23:59:00+01:00\"")
+    deadline, late_until = (parse_time(raw[key], what=f"[policies.{name}] {key}") if key in raw else None
+                            for key in ("deadline", "late_until"))
     rule = {key: raw[f"late_{key}"] for key in ("per_day", "zero_after_days", "grace_minutes")
             if f"late_{key}" in raw}
     if late_until is not None and (deadline is None or late_until <= deadline):

@@ -5,6 +5,7 @@ scheme and address from the proxy's X-Forwarded-* headers when ``trusted_proxy``
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,16 +34,11 @@ class Service:
     stopped: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
-        """Serve until ``close``: waitress's loop a turn at a time, then every connection closed. Its own ``run``
-        goes on serving the connections browsers keep alive after the listening socket is closed, with the
-        database closed under them (a page after a restart on the same port answered 500)."""
+        """Serve until ``close`` (``serve_until``)."""
         self.running = True
         try:
-            while not self.closed:
-                wasyncore.loop(timeout=LOOP_TURN_S, map=self.server._map, use_poll=self.server.adj.asyncore_use_poll,
-                               count=1)
+            serve_until(self.server, lambda: self.closed)
         finally:
-            self._stop_serving()
             self.stopped.set()
 
     def close(self) -> None:
@@ -50,14 +46,27 @@ class Service:
         if self.running:
             self.stopped.wait(10)  # the loop's next turn ends it, and the requests in hand are answered
         else:
-            self._stop_serving()
+            stop_serving(self.server)
         self.background.stop()
         self.store.close()
 
-    def _stop_serving(self) -> None:
-        self.server.close()
-        wasyncore.close_all(self.server._map)
-        self.server.task_dispatcher.shutdown()
+
+def serve_until(server: Any, stopped: Callable[[], bool]) -> None:
+    """Serve with a waitress ``server`` until ``stopped()``: its loop a turn at a time, then every connection
+    closed. waitress's own ``run`` goes on serving the connections clients keep alive after the listening socket
+    is closed: a stopped tool answered them with its database closed (500), and a stopped server's thread lived on
+    until they timed out."""
+    try:
+        while not stopped():
+            wasyncore.loop(timeout=LOOP_TURN_S, map=server._map, use_poll=server.adj.asyncore_use_poll, count=1)
+    finally:
+        stop_serving(server)
+
+
+def stop_serving(server: Any) -> None:
+    server.close()
+    wasyncore.close_all(server._map)
+    server.task_dispatcher.shutdown()
 
 
 def serve_tool(config: ServeConfig, *, host: str = "127.0.0.1", port: int = 8000, threads: int = 8,
